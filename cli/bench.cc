@@ -1,0 +1,192 @@
+// fzg bench: throughput of a config on a field, kernel-only (data resident on the device,
+// CUDA events, warm-up, median of repeats) and end to end (host field to host file), with a
+// per-stage breakdown and peak device memory. Prints a table and, with --json, JSON.
+// It never decides pass or fail.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hh"
+#include "pipeline/timer.hh"
+
+namespace fzg::cli {
+
+namespace {
+
+std::vector<uint64_t> parse_sizes(const std::string& text) {
+  std::vector<uint64_t> sizes;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    if (part.empty()) continue;
+    double scale = 1;
+    const char unit = part.back();
+    if (unit == 'K' || unit == 'k') scale = 1e3;
+    if (unit == 'M' || unit == 'm') scale = 1e6;
+    if (unit == 'G' || unit == 'g') scale = 1e9;
+    if (scale != 1) part.pop_back();
+    double value = 0;
+    try {
+      value = std::stod(part) * scale;
+    } catch (const std::exception&) {
+      fail(ErrorCode::invalid_argument, "bad size '" + part + "' in --sizes (expected e.g. 1M,100M,1G)");
+    }
+    if (!(value >= 1 && value <= 8e9)) fail(ErrorCode::invalid_argument, "--sizes entries lie in [1, 8G] values");
+    sizes.push_back(uint64_t(value));
+  }
+  return sizes;
+}
+
+// A cube (or near-cube) with about `values` points.
+std::string cube_dims(uint64_t values) {
+  const uint64_t side = std::max<uint64_t>(1, uint64_t(std::llround(std::cbrt(double(values)))));
+  return std::to_string(side) + "x" + std::to_string(side) + "x" + std::to_string(std::max<uint64_t>(1, values / (side * side)));
+}
+
+template <typename Work>
+double median_ms(Device device, cudaStream_t stream, int warmup, int repeat, Work work) {
+  for (int i = 0; i < warmup; ++i) work();
+  RegionTimer timer(device, stream);
+  std::vector<double> ms;
+  for (int i = 0; i < repeat; ++i) {
+    timer.start();
+    work();
+    ms.push_back(timer.stop_ms());
+  }
+  return median(ms);
+}
+
+struct Row {
+  std::string field, dims;
+  uint64_t values = 0, bytes = 0, file_bytes = 0;
+  double copy_gbps = 0, kc_gbps = 0, kd_gbps = 0, ec_gbps = 0, ed_gbps = 0;
+  uint64_t peak_compress = 0, peak_decompress = 0;
+  std::vector<StageTime> compress_stages, decompress_stages;
+};
+
+}  // namespace
+
+int run_bench(const BenchArgs& a) {
+  const Graph graph = load_graph(a.codec.config);
+  const ErrorBound bound = parse_bound(a.codec);
+  const Device device = parse_device(a.codec.device);
+  if (a.repeat < 1 || a.warmup < 0) fail(ErrorCode::invalid_argument, "--repeat >= 1 and --warmup >= 0");
+  const bool on_gpu = device == Device::cuda;
+  const Location resident = on_gpu ? Location::device : Location::host;
+
+  std::vector<FieldArgs> fields;
+  if (!a.sizes.empty()) {
+    for (uint64_t n : parse_sizes(a.sizes)) {
+      FieldArgs f = a.field;
+      if (f.gen_kind.empty()) f.gen_kind = "turbulent";
+      f.input.clear();
+      f.dims = cube_dims(n);
+      f.slowest_first = false;
+      fields.push_back(f);
+    }
+  } else {
+    fields.push_back(a.field);
+  }
+
+  std::vector<Row> rows;
+  for (const auto& f : fields) {
+    Buffer host_storage;
+    FieldRef host_field = load_field(f, host_storage);
+    Row row;
+    row.field = f.gen_kind.empty() ? f.input : f.gen_kind;
+    row.dims = host_field.dims.to_string();
+    row.values = host_field.dims.count();
+    row.bytes = host_field.size_bytes();
+
+    // The resident copy and the copy-bandwidth ceiling (bytes read + written).
+    Buffer resident_field = on_gpu ? to_device(host_storage, nullptr) : host_storage;
+    Buffer copy_target = on_gpu ? Buffer::device(row.bytes, nullptr) : Buffer::host(row.bytes);
+    const double copy_ms = median_ms(device, nullptr, a.warmup, a.repeat, [&] {
+      copy_bytes(copy_target.data(), resident, resident_field.data(), resident, row.bytes, nullptr);
+    });
+    row.copy_gbps = 2.0 * double(row.bytes) / (copy_ms * 1e6);
+    copy_target = Buffer();
+
+    FieldRef field = host_field;
+    field.data = resident_field.data();
+    field.where = resident;
+    CompressOptions copt;
+    copt.bound = bound;
+    copt.device = device;
+    copt.output = resident;
+    DecompressOptions dopt;
+    dopt.device = device;
+    dopt.output = resident;
+
+    reset_device_memory_peak();
+    Buffer file = compress(graph, field, copt);
+    row.peak_compress = device_memory_stats().peak_bytes;
+    row.file_bytes = file.size();
+    const double kc = median_ms(device, nullptr, a.warmup, a.repeat, [&] { file = compress(graph, field, copt); });
+    reset_device_memory_peak();
+    Decompressed out = decompress(file, dopt);
+    row.peak_decompress = device_memory_stats().peak_bytes;
+    const double kd = median_ms(device, nullptr, a.warmup, a.repeat, [&] { out = decompress(file, dopt); });
+    row.kc_gbps = double(row.bytes) / (kc * 1e6);
+    row.kd_gbps = double(row.bytes) / (kd * 1e6);
+    copt.stage_times = &row.compress_stages;
+    compress(graph, field, copt);
+    copt.stage_times = nullptr;
+    dopt.stage_times = &row.decompress_stages;
+    decompress(file, dopt);
+    dopt.stage_times = nullptr;
+    out = Decompressed();
+
+    // End to end: host field in, host file out, and back.
+    CompressOptions hc = copt;
+    hc.output = Location::host;
+    DecompressOptions hd = dopt;
+    hd.output = Location::host;
+    Buffer host_file;
+    const int e2e_repeat = std::max(3, a.repeat / 4);
+    const double ec = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] { host_file = compress(graph, host_field, hc); });
+    const double ed = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] { out = decompress(host_file, hd); });
+    row.ec_gbps = double(row.bytes) / (ec * 1e6);
+    row.ed_gbps = double(row.bytes) / (ed * 1e6);
+    rows.push_back(row);
+  }
+
+  if (a.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : rows) {
+      nlohmann::json cs = nlohmann::json::object(), ds = nlohmann::json::object();
+      for (const auto& s : r.compress_stages) cs[s.stage] = s.milliseconds;
+      for (const auto& s : r.decompress_stages) ds[s.stage] = s.milliseconds;
+      j.push_back({{"field", r.field}, {"dims", r.dims}, {"values", r.values}, {"bytes", r.bytes},
+                   {"ratio", double(r.bytes) / double(r.file_bytes)}, {"copy_gbps", r.copy_gbps},
+                   {"kernel_compress_gbps", r.kc_gbps}, {"kernel_decompress_gbps", r.kd_gbps},
+                   {"end_to_end_compress_gbps", r.ec_gbps}, {"end_to_end_decompress_gbps", r.ed_gbps},
+                   {"peak_device_bytes_compress", r.peak_compress}, {"peak_device_bytes_decompress", r.peak_decompress},
+                   {"compress_stages_ms", cs}, {"decompress_stages_ms", ds}, {"device", on_gpu ? "cuda" : "cpu"},
+                   {"mode", a.codec.mode}, {"bound", bound.value}, {"config", graph.name()}, {"repeats", a.repeat}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("fzg bench: config %s, %s %g, device %s, median of %d after %d warm-up (decimal GB/s of input)\n",
+              graph.name().c_str(), a.codec.mode.c_str(), bound.value, on_gpu ? "cuda" : "cpu", a.repeat, a.warmup);
+  for (const auto& r : rows) {
+    std::printf("\n%s %s (%llu values, %.1f MB)\n", r.field.c_str(), r.dims.c_str(), (unsigned long long)r.values,
+                double(r.bytes) / 1e6);
+    std::printf("  ratio %.3f | copy %.0f GB/s (read+write)\n", double(r.bytes) / double(r.file_bytes), r.copy_gbps);
+    std::printf("  kernel-only  compress %8.2f GB/s (%.1f%% of copy)  decompress %8.2f GB/s (%.1f%% of copy)\n", r.kc_gbps,
+                100 * r.kc_gbps / r.copy_gbps, r.kd_gbps, 100 * r.kd_gbps / r.copy_gbps);
+    std::printf("  end-to-end   compress %8.2f GB/s                  decompress %8.2f GB/s\n", r.ec_gbps, r.ed_gbps);
+    if (on_gpu)
+      std::printf("  peak device memory: compress %.1f MB, decompress %.1f MB (input %.1f MB)\n", r.peak_compress / 1e6,
+                  r.peak_decompress / 1e6, r.bytes / 1e6);
+    std::printf("  stages (ms):");
+    for (const auto& s : r.compress_stages) std::printf(" %s %.3f;", s.stage.c_str(), s.milliseconds);
+    for (const auto& s : r.decompress_stages) std::printf(" %s %.3f;", s.stage.c_str(), s.milliseconds);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace fzg::cli

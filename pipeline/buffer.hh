@@ -1,0 +1,59 @@
+// Owned byte buffers on the host or the device. Device memory comes from the stream-ordered
+// pool in device_memory.cu; nothing else in fzg calls cudaMalloc.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+struct CUstream_st;
+using cudaStream_t = CUstream_st*;  // the CUDA runtime's own definition, without its headers
+
+namespace fzg {
+
+enum class Location { host, device };
+
+class Buffer {
+ public:
+  Buffer() = default;
+  static Buffer host(size_t size_bytes);
+  // Page-locked host memory where CUDA is available (fast, overlappable copies), else host().
+  static Buffer pinned(size_t size_bytes);
+  static Buffer device(size_t size_bytes, cudaStream_t stream);
+  // A view of memory owned elsewhere; the caller keeps it alive.
+  static Buffer view(void* data, size_t size_bytes, Location where);
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  template <typename T> T* as() { return reinterpret_cast<T*>(data_); }
+  template <typename T> const T* as() const { return reinterpret_cast<const T*>(data_); }
+  size_t size() const { return size_; }
+  Location location() const { return location_; }
+  bool on_device() const { return location_ == Location::device; }
+
+  // Shortens the logical size after an encoder wrote less than its bound; keeps the memory.
+  void shrink(size_t size_bytes);
+
+ private:
+  std::shared_ptr<uint8_t> owner_;
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  Location location_ = Location::host;
+};
+
+// Copies between any two locations (synchronous with respect to the host on return).
+void copy_bytes(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
+                cudaStream_t stream);
+Buffer to_host(const Buffer& source, cudaStream_t stream);
+Buffer to_device(const Buffer& source, cudaStream_t stream);
+
+// Device-memory accounting: bytes held now and the high-water mark since the last reset.
+struct DeviceMemoryStats {
+  size_t current_bytes = 0;
+  size_t peak_bytes = 0;
+};
+DeviceMemoryStats device_memory_stats();
+void reset_device_memory_peak();
+
+bool cuda_available();
+
+}  // namespace fzg

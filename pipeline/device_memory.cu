@@ -1,0 +1,76 @@
+// The one place fzg allocates device memory: the device's default stream-ordered pool
+// (cudaMallocAsync), told to keep what it frees so a hot loop of compress calls stops
+// calling into the driver after the first. Peak use is the pool's own high-water mark.
+#include <cstdint>
+#include <mutex>
+
+#include "pipeline/buffer.hh"
+#include "pipeline/cuda_check.cuh"
+
+namespace fzg {
+
+namespace {
+void keep_pool_memory() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int device = 0;
+    FZG_CUDA_CHECK(cudaGetDevice(&device));
+    cudaMemPool_t pool;
+    FZG_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    uint64_t keep_all = UINT64_MAX;
+    FZG_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+  });
+}
+}  // namespace
+
+uint8_t* device_allocate(size_t size_bytes, cudaStream_t stream, void (**release)(uint8_t*, cudaStream_t)) {
+  keep_pool_memory();
+  void* p = nullptr;
+  const size_t rounded = (size_bytes + 255) & ~size_t(255);
+  FZG_CUDA_CHECK(cudaMallocAsync(&p, rounded ? rounded : 256, stream));
+  *release = [](uint8_t* q, cudaStream_t s) {
+    cudaFreeAsync(q, s);  // never throws from a destructor; a failure here surfaces on the next call
+  };
+  return static_cast<uint8_t*>(p);
+}
+
+DeviceMemoryStats device_memory_stats() {
+  int device = 0;
+  cudaMemPool_t pool;
+  DeviceMemoryStats stats;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) return stats;
+  uint64_t used = 0, high = 0;
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used);
+  cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high);
+  stats.current_bytes = used;
+  stats.peak_bytes = high;
+  return stats;
+}
+
+void reset_device_memory_peak() {
+  int device = 0;
+  cudaMemPool_t pool;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) return;
+  uint64_t zero = 0;
+  cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero);
+}
+
+uint8_t* pinned_allocate(size_t size_bytes) {
+  void* p = nullptr;
+  FZG_CUDA_CHECK(cudaMallocHost(&p, size_bytes));
+  return static_cast<uint8_t*>(p);
+}
+
+void pinned_release(uint8_t* p) { cudaFreeHost(p); }
+
+void device_copy(void* dst, Location, const void* src, Location, size_t size_bytes, cudaStream_t stream) {
+  FZG_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_bytes, cudaMemcpyDefault, stream));
+  FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+bool device_present() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+}  // namespace fzg

@@ -1,0 +1,237 @@
+// Runs a graph forwards (compress) and backwards (decompress), and assembles the container.
+#include <map>
+#include <utility>
+
+#include "pipeline/checksum.hh"
+#include "pipeline/fzg.hh"
+#include "pipeline/timer.hh"
+
+namespace fzg {
+
+#ifdef FZG_HAVE_CUDA
+void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream);
+#endif
+
+namespace {
+
+using PortKey = std::pair<int, std::string>;
+PortKey key_of(const PortRef& ref) { return {ref.node, ref.is_input() ? std::string() : ref.port}; }
+
+Location location_of(Device device) { return device == Device::cuda ? Location::device : Location::host; }
+
+Buffer move_to(const Buffer& b, Location where, cudaStream_t stream) {
+  if (b.location() == where) return b;
+  return where == Location::device ? to_device(b, stream) : to_host(b, stream);
+}
+
+void check_device(Device device) {
+  if (device == Device::cuda && !cuda_available())
+    fail(ErrorCode::unsupported, "device cuda: this build or machine has no CUDA device");
+}
+
+// Upper bound of every port's size, propagated forwards from the field's size. A lossless
+// stage never stores more than its input (it falls back to raw), so its bound is capped.
+std::map<PortKey, uint64_t> port_bounds(const Graph& graph, const StageContext& ctx) {
+  std::map<PortKey, uint64_t> bound;
+  bound[{-1, ""}] = ctx.dims.count() * dtype_size(ctx.dtype);
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const auto& node = graph.nodes()[i];
+    std::vector<uint64_t> in;
+    for (const auto& ref : node.inputs) in.push_back(bound.at(key_of(ref)));
+    std::vector<uint64_t> out = node.stage->max_output_sizes(ctx, in);
+    const auto& spec = node.stage->spec();
+    if (spec.stores_raw_when_larger && out[0] > in[0]) out[0] = in[0];
+    for (size_t p = 0; p < out.size(); ++p) bound[{int(i), spec.outputs[p].name}] = out[p];
+  }
+  return bound;
+}
+
+void time_step(std::vector<StageTime>* times, const std::string& name, RegionTimer& timer) {
+  if (times) times->push_back({name, timer.stop_ms()});
+}
+
+}  // namespace
+
+Device default_device() { return cuda_available() ? Device::cuda : Device::cpu; }
+
+Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOptions& options) {
+  check_device(options.device);
+  const bool lossless = options.bound.mode == ErrorMode::lossless;
+  if (!lossless && !is_float(field.dtype))
+    fail(ErrorCode::invalid_argument, "type " + to_string(field.dtype) + " is only compressed with -m lossless");
+  if (!field.data) fail(ErrorCode::invalid_argument, "no field data");
+  const Graph graph = lossless ? graph_in.without_predictor() : graph_in;
+
+  StageContext ctx;
+  ctx.device = options.device;
+  ctx.stream = options.stream;
+  ctx.dtype = field.dtype;
+  ctx.dims = field.dims;
+  RegionTimer timer(ctx.device, ctx.stream);
+
+  timer.start();
+  Buffer input = move_to(Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where),
+                         location_of(ctx.device), ctx.stream);
+  if (field.where != input.location()) time_step(options.stage_times, "upload", timer);
+
+  double min = 0, max = 0;
+  if (is_float(field.dtype)) {
+    timer.start();
+#ifdef FZG_HAVE_CUDA
+    if (input.on_device()) finite_range_device(input.data(), field.dtype, field.dims.count(), &min, &max, ctx.stream);
+    else
+#endif
+      finite_range(input.data(), field.dtype, field.dims.count(), &min, &max);
+    time_step(options.stage_times, "value range", timer);
+  }
+  ctx.quant = resolve_quantization(lossless ? ErrorBound{ErrorMode::lossless, 0} : options.bound, field.dtype, min, max);
+
+  Container c;
+  c.header = {field.dtype, options.bound.mode, field.dims, lossless ? 0.0 : options.bound.value, ctx.quant};
+  c.graph_json = graph.to_json().dump();
+
+  std::map<PortKey, Buffer> ports;
+  ports[{-1, ""}] = input;
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const auto& node = graph.nodes()[i];
+    const auto& spec = node.stage->spec();
+    std::vector<Buffer> inputs;
+    StageRecord record;
+    for (const auto& ref : node.inputs) {
+      auto it = ports.find(key_of(ref));
+      inputs.push_back(it->second);
+      record.input_sizes.push_back(it->second.size());
+      ports.erase(it);  // consumed exactly once: free it as soon as the stage is done
+    }
+    timer.start();
+    std::vector<Buffer> outputs = node.stage->encode(ctx, inputs);
+    time_step(options.stage_times, node.id + " encode", timer);
+    if (spec.stores_raw_when_larger && outputs[0].size() >= inputs[0].size()) {
+      outputs[0] = inputs[0];
+      record.raw = true;
+    }
+    for (size_t p = 0; p < outputs.size(); ++p) ports[{int(i), spec.outputs[p].name}] = outputs[p];
+    c.stages.push_back(record);
+  }
+
+  timer.start();
+  std::vector<Buffer> streams;
+  for (const auto& ref : graph.stored()) {
+    streams.push_back(ports.at(key_of(ref)));
+    c.streams.push_back({streams.back().size(), checksum(streams.back(), ctx.stream)});
+  }
+  const std::vector<uint8_t> metadata = write_metadata(c);
+  Buffer file = options.output == Location::device ? Buffer::device(c.total_bytes, ctx.stream) : Buffer::host(c.total_bytes);
+  copy_bytes(file.data(), file.location(), metadata.data(), Location::host, metadata.size(), ctx.stream);
+  static const uint8_t zeros[8] = {};
+  for (size_t s = 0; s < streams.size(); ++s) {
+    const uint64_t at = c.stream_offsets[s], size = streams[s].size();
+    copy_bytes(file.data() + at, file.location(), streams[s].data(), streams[s].location(), size, ctx.stream);
+    copy_bytes(file.data() + at + size, file.location(), zeros, Location::host, padded8(size) - size, ctx.stream);
+  }
+  time_step(options.stage_times, "container", timer);
+  return file;
+}
+
+Container inspect(const Buffer& file, cudaStream_t stream) {
+  uint8_t head[fixed_header_bytes];
+  require_data(file.size() >= fixed_header_bytes, "file shorter than its header");
+  copy_bytes(head, Location::host, file.data(), file.location(), fixed_header_bytes, stream);
+  const uint64_t available = std::min<uint64_t>(metadata_size_bound(head, fixed_header_bytes), file.size());
+  if (!file.on_device()) return read_metadata(file.data(), available, file.size());
+  std::vector<uint8_t> metadata(available);
+  copy_bytes(metadata.data(), Location::host, file.data(), file.location(), available, stream);
+  return read_metadata(metadata.data(), available, file.size());
+}
+
+Decompressed decompress(const Buffer& file_in, const DecompressOptions& options) {
+  check_device(options.device);
+  // Streams are read in place as typed arrays: keep the file 8-byte aligned.
+  Buffer source = file_in;
+  if (!file_in.on_device() && (reinterpret_cast<uintptr_t>(file_in.data()) & 7)) {
+    source = Buffer::host(file_in.size());
+    copy_bytes(source.data(), Location::host, file_in.data(), Location::host, file_in.size(), nullptr);
+  }
+
+  const Container c = inspect(source, options.stream);
+  Graph graph;
+  try {
+    graph = Graph::from_text(c.graph_json);
+  } catch (const Error& e) {
+    fail(ErrorCode::corrupt_data, std::string("corrupt data: the stored graph does not load: ") + e.what());
+  }
+  require_data(graph.nodes().size() == c.stages.size() && graph.stored().size() == c.streams.size(), "stage table");
+  if (c.header.mode != ErrorMode::lossless) require_data(is_float(c.header.dtype), "lossy mode on an integer type");
+
+  StageContext ctx;
+  ctx.device = options.device;
+  ctx.stream = options.stream;
+  ctx.dtype = c.header.dtype;
+  ctx.dims = c.header.dims;
+  ctx.quant = c.header.quant;
+  RegionTimer timer(ctx.device, ctx.stream);
+  const auto bounds = port_bounds(graph, ctx);
+
+  timer.start();
+  std::map<PortKey, Buffer> ports;
+  for (size_t s = 0; s < c.streams.size(); ++s) {
+    Buffer view = Buffer::view(const_cast<uint8_t*>(source.data()) + c.stream_offsets[s], c.streams[s].size,
+                               source.location());
+    require_data(checksum(view, ctx.stream) == c.streams[s].checksum, "stream checksum mismatch");
+    const PortKey key = key_of(graph.stored()[s]);
+    require_data(view.size() <= bounds.at(key), "stream larger than its bound");
+    ports[key] = move_to(view, location_of(ctx.device), ctx.stream);
+  }
+  time_step(options.stage_times, "verify", timer);
+
+  for (size_t i = graph.nodes().size(); i-- > 0;) {
+    const auto& node = graph.nodes()[i];
+    const auto& spec = node.stage->spec();
+    const StageRecord& record = c.stages[i];
+    require_data(record.input_sizes.size() == node.inputs.size(), "stage input count");
+    for (size_t p = 0; p < node.inputs.size(); ++p)
+      require_data(record.input_sizes[p] <= bounds.at(key_of(node.inputs[p])), "stage input size");
+    std::vector<Buffer> outputs;
+    for (const auto& port : spec.outputs) {
+      auto it = ports.find({int(i), port.name});
+      outputs.push_back(it->second);
+      ports.erase(it);
+    }
+    std::vector<Buffer> inputs;
+    if (record.raw) {
+      require_data(spec.stores_raw_when_larger, "raw flag on a stage that never stores raw");
+      inputs = outputs;
+    } else {
+      timer.start();
+      inputs = node.stage->decode(ctx, outputs, record.input_sizes);
+      time_step(options.stage_times, node.id + " decode", timer);
+    }
+    for (size_t p = 0; p < inputs.size(); ++p) {
+      require_data(inputs[p].size() == record.input_sizes[p], "decoded size differs from the recorded size");
+      ports[key_of(node.inputs[p])] = inputs[p];
+    }
+  }
+  Buffer data = ports.at({-1, ""});
+  require_data(data.size() == c.header.dims.count() * dtype_size(c.header.dtype), "decoded field size");
+  timer.start();
+  data = move_to(data, options.output, ctx.stream);
+  if (options.output != location_of(ctx.device)) time_step(options.stage_times, "download", timer);
+  return {data, c.header};
+}
+
+uint64_t max_compressed_size(const Graph& graph_in, DType dtype, const Dims& dims, ErrorMode mode) {
+  const Graph graph = mode == ErrorMode::lossless ? graph_in.without_predictor() : graph_in;
+  StageContext ctx;
+  ctx.dtype = dtype;
+  ctx.dims = dims;
+  const auto bounds = port_bounds(graph, ctx);
+  Container c;
+  c.graph_json = graph.to_json().dump();
+  for (const auto& node : graph.nodes()) c.stages.push_back({false, std::vector<uint64_t>(node.inputs.size())});
+  c.streams.resize(graph.stored().size());
+  uint64_t total = write_metadata(c).size();
+  for (const auto& ref : graph.stored()) total += padded8(bounds.at(key_of(ref)));
+  return total;
+}
+
+}  // namespace fzg

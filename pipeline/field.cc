@@ -1,0 +1,161 @@
+#include "pipeline/field.hh"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "pipeline/error.hh"
+
+namespace fzg {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+    case DType::u8: return 1;
+    case DType::u16: return 2;
+    case DType::u32: return 4;
+    case DType::i32: return 4;
+  }
+  fail(ErrorCode::corrupt_data, "unknown dtype code " + std::to_string(int(t)));
+}
+
+bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
+
+DType parse_dtype(const std::string& s) {
+  if (s == "f32") return DType::f32;
+  if (s == "f64") return DType::f64;
+  if (s == "u8") return DType::u8;
+  if (s == "u16") return DType::u16;
+  if (s == "u32") return DType::u32;
+  if (s == "i32") return DType::i32;
+  fail(ErrorCode::invalid_argument, "unknown type '" + s + "' (expected f32, f64, u8, u16, u32 or i32)");
+}
+
+std::string to_string(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::u8: return "u8";
+    case DType::u16: return "u16";
+    case DType::u32: return "u32";
+    case DType::i32: return "i32";
+  }
+  return "?";
+}
+
+ErrorMode parse_error_mode(const std::string& s) {
+  if (s == "abs") return ErrorMode::abs;
+  if (s == "rel" || s == "r2r") return ErrorMode::rel;
+  if (s == "psnr") return ErrorMode::psnr;
+  if (s == "lossless") return ErrorMode::lossless;
+  fail(ErrorCode::invalid_argument, "unknown error mode '" + s + "' (expected abs, rel, psnr or lossless)");
+}
+
+std::string to_string(ErrorMode m) {
+  switch (m) {
+    case ErrorMode::abs: return "abs";
+    case ErrorMode::rel: return "rel";
+    case ErrorMode::psnr: return "psnr";
+    case ErrorMode::lossless: return "lossless";
+  }
+  return "?";
+}
+
+Dims Dims::make(const std::vector<uint64_t>& fastest_first) {
+  if (fastest_first.empty() || fastest_first.size() > 3)
+    fail(ErrorCode::invalid_argument, "a field has 1 to 3 dimensions, got " + std::to_string(fastest_first.size()));
+  Dims d;
+  uint64_t extent[3] = {1, 1, 1};
+  for (size_t i = 0; i < fastest_first.size(); ++i) {
+    if (fastest_first[i] == 0) fail(ErrorCode::invalid_argument, "a dimension of 0 is not a field");
+    extent[i] = fastest_first[i];
+  }
+  d.x = extent[0], d.y = extent[1], d.z = extent[2];
+  d.rank = d.z > 1 ? 3 : d.y > 1 ? 2 : 1;
+  const uint64_t limit = uint64_t(1) << 62;
+  if (d.x > limit / d.y || d.x * d.y > limit / d.z) fail(ErrorCode::invalid_argument, "field too large");
+  return d;
+}
+
+std::string Dims::to_string() const {
+  std::string s = std::to_string(x);
+  if (rank >= 2) s += "x" + std::to_string(y);
+  if (rank >= 3) s += "x" + std::to_string(z);
+  return s;
+}
+
+Dims parse_dims(const std::string& text, bool slowest_first) {
+  std::vector<uint64_t> extents;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || part.size() > 18)
+      fail(ErrorCode::invalid_argument, "bad dimensions '" + text + "' (expected e.g. 500x500x100)");
+    extents.push_back(std::stoull(part));
+  }
+  if (slowest_first) extents.assign(extents.rbegin(), extents.rend());
+  return Dims::make(extents);
+}
+
+Quantization resolve_quantization(const ErrorBound& request, DType type, double min, double max) {
+  if (!(std::isfinite(request.value) && request.value >= 0))
+    fail(ErrorCode::invalid_argument, "the error bound must be a finite non-negative number");
+  Quantization q;
+  q.min = min, q.max = max;
+  const double range = max - min;
+  switch (request.mode) {
+    case ErrorMode::abs: q.error_bound = request.value; break;
+    case ErrorMode::rel: q.error_bound = request.value * range; break;
+    case ErrorMode::psnr:
+      // Errors uniform in [-eb, eb] have RMSE eb / sqrt(3): PSNR = 20 log10(range / RMSE).
+      q.error_bound = std::sqrt(3.0) * range * std::pow(10.0, -request.value / 20.0);
+      break;
+    case ErrorMode::lossless: q.error_bound = 0; break;
+  }
+  if (!(q.error_bound >= 0)) q.error_bound = 0;
+  q.step = 2 * q.error_bound;
+  // |x - q*step| <= step/2 holds before rounding to T; rounding adds at most half an ulp of the
+  // largest magnitude. Shrink the step by that much when it is small beside the bound.
+  const double largest = std::max(std::fabs(min), std::fabs(max));
+  if (largest > 0 && std::isfinite(largest) && std::isfinite(q.error_bound)) {
+    const int mantissa_bits = type == DType::f32 ? 24 : 53;
+    const double half_ulp = std::ldexp(1.0, std::ilogb(largest) - mantissa_bits);
+    if (half_ulp < q.error_bound / 2) q.step = 2 * (q.error_bound - half_ulp);
+  }
+  if (!(q.step > std::numeric_limits<double>::min() && std::isfinite(q.step))) {
+    // No usable step: pick one that reconstructs the extreme value exactly, so a constant
+    // field costs nothing; every other point is checked against the bound like any other.
+    q.step = (largest > 0 && std::isfinite(largest)) ? largest : 1.0;
+    if (!std::isfinite(q.error_bound)) q.error_bound = std::numeric_limits<double>::infinity();
+  }
+  return q;
+}
+
+template <typename T>
+static void finite_range_of(const T* data, uint64_t count, double* min_out, double* max_out) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+#pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static)
+  for (int64_t i = 0; i < int64_t(count); ++i) {
+    const double v = double(data[i]);
+    if (std::isfinite(v)) {
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+  }
+  if (lo > hi) lo = hi = 0;
+  *min_out = lo, *max_out = hi;
+}
+
+void finite_range(const void* data, DType type, uint64_t count, double* min, double* max) {
+  switch (type) {
+    case DType::f32: return finite_range_of(static_cast<const float*>(data), count, min, max);
+    case DType::f64: return finite_range_of(static_cast<const double*>(data), count, min, max);
+    case DType::u8: return finite_range_of(static_cast<const uint8_t*>(data), count, min, max);
+    case DType::u16: return finite_range_of(static_cast<const uint16_t*>(data), count, min, max);
+    case DType::u32: return finite_range_of(static_cast<const uint32_t*>(data), count, min, max);
+    case DType::i32: return finite_range_of(static_cast<const int32_t*>(data), count, min, max);
+  }
+}
+
+}  // namespace fzg

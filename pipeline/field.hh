@@ -1,0 +1,57 @@
+// What a field is: element type, shape (fastest axis first) and the error-bound request.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fzg {
+
+enum class DType : uint8_t { f32 = 1, f64 = 2, u8 = 3, u16 = 4, u32 = 5, i32 = 6 };
+enum class ErrorMode : uint8_t { abs = 1, rel = 2, psnr = 3, lossless = 4 };
+enum class Device { cpu, cuda };
+
+size_t dtype_size(DType t);
+template <typename T> constexpr DType dtype_of() { return sizeof(T) == 4 ? DType::f32 : DType::f64; }
+bool is_float(DType t);
+DType parse_dtype(const std::string& s);
+std::string to_string(DType t);
+ErrorMode parse_error_mode(const std::string& s);
+std::string to_string(ErrorMode m);
+
+// Shape with x fastest. Trailing extents of 1 are dropped: 360x330x1 is a 2D field.
+struct Dims {
+  uint64_t x = 1, y = 1, z = 1;
+  int rank = 1;
+
+  static Dims make(const std::vector<uint64_t>& fastest_first);
+  uint64_t count() const { return x * y * z; }
+  std::string to_string() const;
+};
+
+// Parses "500x500x100" (fastest first) or, with slowest_first, "100x500x500".
+Dims parse_dims(const std::string& text, bool slowest_first = false);
+
+// The error-bound request as the user gave it.
+struct ErrorBound {
+  ErrorMode mode = ErrorMode::rel;
+  double value = 1e-3;
+};
+
+// What the quantizer uses, resolved from the request and the data.
+struct Quantization {
+  double error_bound = 0;  // absolute bound every point honours: |x - x'| <= error_bound
+  double step = 1;         // quantization step, 2 * error_bound unless that is zero or not finite
+  double min = 0, max = 0; // finite value range of the input (0, 0 when no finite value)
+};
+
+// Derives the absolute bound and step for a field of `type` whose finite values lie in
+// [min, max]. The step leaves room for the rounding of x' = T(q * step) to T, so points do not
+// fail the bound check by rounding alone. A zero bound (constant field in rel mode) asks for an
+// exact result: every point must then reconstruct exactly or become an exact outlier.
+Quantization resolve_quantization(const ErrorBound& request, DType type, double min, double max);
+
+// Finite min and max of a host field (NaN and +-Inf left out), OpenMP-parallel.
+void finite_range(const void* data, DType type, uint64_t count, double* min, double* max);
+
+}  // namespace fzg

@@ -1,0 +1,66 @@
+// fzg's public API: compress a field through a graph into one .fzg file, and back.
+//
+//   fzg::Graph graph = fzg::Graph::from_file("configs/fz.json");
+//   fzg::FieldRef field{data, fzg::Location::host, fzg::DType::f32, fzg::Dims::make({500, 500, 100})};
+//   fzg::CompressOptions options;           // rel 1e-3 on the CPU by default
+//   fzg::Buffer file = fzg::compress(graph, field, options);
+//   fzg::Decompressed out = fzg::decompress(file, {});
+//
+// With options.device = Device::cuda the field and the file may live in device memory
+// (in-situ use on the caller's stream) or on the host (staged through the GPU).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pipeline/buffer.hh"
+#include "pipeline/container.hh"
+#include "pipeline/error.hh"
+#include "pipeline/field.hh"
+#include "pipeline/graph.hh"
+
+namespace fzg {
+
+struct FieldRef {
+  const void* data = nullptr;
+  Location where = Location::host;
+  DType dtype = DType::f32;
+  Dims dims;
+  uint64_t size_bytes() const { return dims.count() * dtype_size(dtype); }
+};
+
+struct StageTime {
+  std::string stage;  // "<id> encode", "<id> decode", or a named step such as "value range"
+  double milliseconds = 0;
+};
+
+struct CompressOptions {
+  ErrorBound bound;
+  Device device = Device::cpu;
+  cudaStream_t stream = nullptr;
+  Location output = Location::host;          // where the file is written
+  std::vector<StageTime>* stage_times = nullptr;  // filled when given (synchronizes per stage)
+};
+
+struct DecompressOptions {
+  Device device = Device::cpu;
+  cudaStream_t stream = nullptr;
+  Location output = Location::host;
+  std::vector<StageTime>* stage_times = nullptr;
+};
+
+struct Decompressed {
+  Buffer data;
+  Header header;
+};
+
+Buffer compress(const Graph& graph, const FieldRef& field, const CompressOptions& options);
+Decompressed decompress(const Buffer& file, const DecompressOptions& options);
+// Reads the metadata alone (for `fzg info`); the file may be on the host or the device.
+Container inspect(const Buffer& file, cudaStream_t stream = nullptr);
+
+// Worst-case file size for a field of this type and shape: no input expands past it.
+uint64_t max_compressed_size(const Graph& graph, DType dtype, const Dims& dims, ErrorMode mode);
+
+Device default_device();  // cuda when a device is present, else cpu
+
+}  // namespace fzg

@@ -1,0 +1,65 @@
+// A compression graph: stages wired port to port, read from JSON and validated on load.
+//
+//   { "name": "fz",
+//     "stages": [ { "id": "predict", "type": "lorenzo",    "inputs": { "field": "input" } },
+//                 { "id": "shuffle", "type": "bitshuffle", "inputs": { "in": "predict.codes" } },
+//                 { "id": "pack",    "type": "zero-block", "inputs": { "in": "shuffle.out" },
+//                   "params": { "block_words": 4 } } ],
+//     "store": [ "pack.out", "predict.outliers" ] }
+//
+// "input" names the field (or, in lossless mode, its raw bytes). Every output is consumed by
+// exactly one stage or stored; the stored streams are what the file holds.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/stage.hh"
+
+namespace fzg {
+
+struct PortRef {
+  int node = -1;      // index into Graph::nodes(); -1 is the graph's input
+  std::string port;   // output port name of that node
+
+  bool is_input() const { return node < 0; }
+  bool operator==(const PortRef& o) const { return node == o.node && port == o.port; }
+};
+
+struct GraphNode {
+  std::string id;
+  std::string type;
+  std::vector<PortRef> inputs;  // in the order of the stage's input ports
+  std::shared_ptr<Stage> stage;
+};
+
+class Graph {
+ public:
+  static Graph from_json(const nlohmann::json& config);
+  static Graph from_text(const std::string& text);
+  static Graph from_file(const std::string& path);
+  // The default pipeline, the same graph as configs/fz.json, built in so fzg runs anywhere.
+  static Graph default_fz();
+
+  // Canonical form with complete parameters: what the file stores.
+  nlohmann::json to_json() const;
+
+  const std::string& name() const { return name_; }
+  const std::vector<GraphNode>& nodes() const { return nodes_; }  // topological order
+  const std::vector<PortRef>& stored() const { return stored_; }
+  bool has_predictor() const;
+  std::string describe(const PortRef& ref) const;  // "pack.out" or "input"
+
+  // The same lossless chain fed with the raw input: the predictor is removed, its codes'
+  // consumer reads the input bytes, its other outputs leave the store.
+  Graph without_predictor() const;
+
+ private:
+  std::string name_;
+  std::vector<GraphNode> nodes_;
+  std::vector<PortRef> stored_;
+};
+
+}  // namespace fzg

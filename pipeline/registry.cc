@@ -1,0 +1,73 @@
+#include "pipeline/registry.hh"
+
+#include <map>
+
+#include "bitshuffle/bitshuffle.hh"
+#include "lossless/zeroblock/zeroblock.hh"
+#include "pipeline/error.hh"
+#include "predictors/lorenzo/lorenzo.hh"
+
+namespace fzg {
+
+namespace {
+const std::map<std::string, StageFactory>& factories() {
+  static const std::map<std::string, StageFactory> table = {
+      {"lorenzo", make_lorenzo_stage},
+      {"bitshuffle", make_bitshuffle_stage},
+      {"zero-block", make_zeroblock_stage},
+  };
+  return table;
+}
+}  // namespace
+
+std::unique_ptr<Stage> make_stage(const std::string& type, const nlohmann::json& params) {
+  auto it = factories().find(type);
+  if (it == factories().end()) {
+    std::string known;
+    for (const auto& name : stage_types()) known += (known.empty() ? "" : ", ") + name;
+    fail(ErrorCode::invalid_config, "unknown stage type '" + type + "' (known: " + known + ")");
+  }
+  if (!params.is_object()) fail(ErrorCode::invalid_config, "stage '" + type + "': \"params\" must be an object");
+  return it->second(params);
+}
+
+std::vector<std::string> stage_types() {
+  std::vector<std::string> names;
+  for (const auto& entry : factories()) names.push_back(entry.first);
+  return names;
+}
+
+std::string to_string(PortType t) {
+  switch (t) {
+    case PortType::field: return "field";
+    case PortType::codes_u16: return "codes_u16";
+    case PortType::bytes: return "bytes";
+  }
+  return "?";
+}
+
+StageParams::StageParams(std::string stage_type, const nlohmann::json& params)
+    : stage_type_(std::move(stage_type)), params_(params.is_null() ? nlohmann::json::object() : params) {}
+
+int64_t StageParams::integer(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
+  read_.push_back(key);
+  if (!params_.contains(key)) return fallback;
+  const auto& value = params_.at(key);
+  if (!value.is_number_integer())
+    fail(ErrorCode::invalid_config, "stage '" + stage_type_ + "': parameter \"" + key + "\" must be an integer");
+  const int64_t v = value.get<int64_t>();
+  if (v < min || v > max)
+    fail(ErrorCode::invalid_config, "stage '" + stage_type_ + "': parameter \"" + key + "\" = " + std::to_string(v) +
+                                        " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  return v;
+}
+
+void StageParams::finish() const {
+  for (const auto& item : params_.items()) {
+    bool known = false;
+    for (const auto& key : read_) known = known || key == item.key();
+    if (!known) fail(ErrorCode::invalid_config, "stage '" + stage_type_ + "': unknown parameter \"" + item.key() + "\"");
+  }
+}
+
+}  // namespace fzg

@@ -1,0 +1,71 @@
+// Dual-quantization Lorenzo prediction (cuSZ), 1D/2D/3D, f32/f64, with a strict bound.
+//
+// The field is cut into tiles (1D 2048, 2D 32x32, 3D 32x8x8, x fastest); prediction and its
+// inverse stay inside a tile (neighbours outside it count as 0), so every tile encodes and
+// decodes independently on any backend.
+//
+// Ports: field -> codes (u16 per value, field order) + outliers (bytes, layout below).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pipeline/stage.hh"
+
+namespace fzg {
+
+std::unique_ptr<Stage> make_lorenzo_stage(const nlohmann::json& params);
+
+namespace lorenzo {
+
+struct TileShape {
+  uint32_t x, y, z;
+  uint32_t volume() const { return x * y * z; }
+};
+TileShape tile_shape(int rank);
+
+// Tile-major key of a point: tile_index * tile_volume + index_within_tile. Outliers are kept
+// in key order, so each tile's outliers are one contiguous run found by binary search.
+struct TileGrid {
+  Dims dims;
+  TileShape tile;
+  uint64_t tiles_x, tiles_y, tiles_z;
+  explicit TileGrid(const Dims& d);
+  uint64_t tile_count() const { return tiles_x * tiles_y * tiles_z; }
+};
+
+// The outlier stream:
+//   u64 escape_count E | u64 exact_count X | u64 escape_keys[E] | u64 exact_keys[X]
+//   | T exact_values[X] | i32 escape_deltas[E]
+// Keys strictly increasing within each list.
+struct OutlierCounts {
+  uint64_t escapes = 0, exacts = 0;
+};
+uint64_t outlier_stream_size(OutlierCounts counts, DType type);
+
+struct OutlierView {
+  OutlierCounts counts;
+  const uint64_t* escape_keys;
+  const uint64_t* exact_keys;
+  const uint8_t* exact_values;
+  const int32_t* escape_deltas;
+};
+// Validates the layout against its size (throws corrupt_data); pointers into `stream`.
+OutlierView parse_outliers(const uint8_t* stream, uint64_t size_bytes, DType type);
+// Checks that keys increase and name points inside the field (host memory).
+void validate_outlier_keys(const OutlierView& view, const TileGrid& grid);
+
+// CPU reference. `codes` holds count() values; the outlier stream is returned.
+Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes);
+void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
+                const Quantization& quant, void* field);
+
+#ifdef FZG_HAVE_CUDA
+Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
+                   cudaStream_t stream);
+void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
+                 const Quantization& quant, void* field, cudaStream_t stream);
+#endif
+
+}  // namespace lorenzo
+}  // namespace fzg

@@ -1,0 +1,187 @@
+// CPU reference of the Lorenzo stage: the executable specification of its bytes.
+// OpenMP splits the tiles into contiguous ranges, one per thread, so the outlier lists of
+// the threads concatenate in tile (key) order.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "pipeline/error.hh"
+#include "predictors/lorenzo/lorenzo.hh"
+#include "predictors/lorenzo/quantizer.hh"
+
+namespace fzg::lorenzo {
+
+namespace {
+
+struct TileBox {
+  uint64_t x0, y0, z0;   // first point of the tile
+  uint32_t ex, ey, ez;   // extents inside the field
+};
+
+TileBox tile_box(const TileGrid& g, uint64_t tile) {
+  const uint64_t tx = tile % g.tiles_x, ty = (tile / g.tiles_x) % g.tiles_y, tz = tile / (g.tiles_x * g.tiles_y);
+  TileBox b{tx * g.tile.x, ty * g.tile.y, tz * g.tile.z, 0, 0, 0};
+  b.ex = uint32_t(std::min<uint64_t>(g.tile.x, g.dims.x - b.x0));
+  b.ey = uint32_t(std::min<uint64_t>(g.tile.y, g.dims.y - b.y0));
+  b.ez = uint32_t(std::min<uint64_t>(g.tile.z, g.dims.z - b.z0));
+  return b;
+}
+
+template <typename T>
+struct Outliers {
+  std::vector<uint64_t> escape_keys, exact_keys;
+  std::vector<int32_t> escape_deltas;
+  std::vector<T> exact_values;
+};
+
+constexpr uint32_t max_tile_volume = 2048;
+
+template <typename T>
+void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantization& quant, uint16_t* codes,
+                 Outliers<T>& out) {
+  const TileShape s = g.tile;
+  const TileBox b = tile_box(g, tile);
+  const uint64_t key0 = tile * s.volume();
+  int32_t q[max_tile_volume];
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x) {
+        const uint32_t l = x + s.x * (y + s.y * z);
+        const T value = field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
+        if (prequantize(value, quant.step, quant.error_bound, &q[l])) {
+          out.exact_keys.push_back(key0 + l);
+          out.exact_values.push_back(value);
+        }
+      }
+  auto at = [&](uint32_t x, uint32_t y, uint32_t z, int dx, int dy, int dz) -> int32_t {
+    if ((dx && x == 0) || (dy && y == 0) || (dz && z == 0)) return 0;
+    return q[(x - dx) + s.x * ((y - dy) + s.y * (z - dz))];
+  };
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x) {
+        const uint32_t l = x + s.x * (y + s.y * z);
+        // 3D Lorenzo; on 1D and 2D tiles the missing axes contribute zeros.
+        int32_t pred = wrapping_add(wrapping_add(at(x, y, z, 1, 0, 0), at(x, y, z, 0, 1, 0)), at(x, y, z, 0, 0, 1));
+        pred = wrapping_sub(pred, wrapping_add(wrapping_add(at(x, y, z, 1, 1, 0), at(x, y, z, 1, 0, 1)),
+                                               at(x, y, z, 0, 1, 1)));
+        pred = wrapping_add(pred, at(x, y, z, 1, 1, 1));
+        const int32_t delta = wrapping_sub(q[l], pred);
+        uint16_t& code = codes[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
+        if (!encode_delta(delta, &code)) {
+          out.escape_keys.push_back(key0 + l);
+          out.escape_deltas.push_back(delta);
+        }
+      }
+}
+
+template <typename T>
+Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, uint16_t* codes) {
+  const TileGrid grid(dims);
+  const int threads = omp_get_max_threads();
+  std::vector<Outliers<T>> parts(threads);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const uint64_t first = grid.tile_count() * t / nt, last = grid.tile_count() * (t + 1) / nt;
+    for (uint64_t tile = first; tile < last; ++tile) encode_tile(field, grid, tile, quant, codes, parts[t]);
+  }
+  OutlierCounts counts;
+  for (const auto& p : parts) counts.escapes += p.escape_keys.size(), counts.exacts += p.exact_keys.size();
+  Buffer stream = Buffer::host(outlier_stream_size(counts, dtype_of<T>()));
+  uint8_t* out = stream.data();
+  std::memcpy(out, &counts.escapes, 8);
+  std::memcpy(out + 8, &counts.exacts, 8);
+  uint8_t* escape_keys = out + 16;
+  uint8_t* exact_keys = escape_keys + 8 * counts.escapes;
+  uint8_t* exact_values = exact_keys + 8 * counts.exacts;
+  uint8_t* escape_deltas = exact_values + sizeof(T) * counts.exacts;
+  for (const auto& p : parts) {
+    auto append = [](uint8_t*& dst, const auto& v) {
+      std::memcpy(dst, v.data(), v.size() * sizeof(v[0]));
+      dst += v.size() * sizeof(v[0]);
+    };
+    append(escape_keys, p.escape_keys);
+    append(exact_keys, p.exact_keys);
+    append(exact_values, p.exact_values);
+    append(escape_deltas, p.escape_deltas);
+  }
+  return stream;
+}
+
+template <typename T>
+void decode_tile(const uint16_t* codes, const OutlierView& o, const TileGrid& g, uint64_t tile, const Quantization& quant,
+                 T* field) {
+  const TileShape s = g.tile;
+  const TileBox b = tile_box(g, tile);
+  const uint64_t key0 = tile * s.volume(), key1 = key0 + s.volume();
+  int32_t q[max_tile_volume];
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x)
+        q[x + s.x * (y + s.y * z)] = decode_delta(codes[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))]);
+  const uint64_t* escape_end = o.escape_keys + o.counts.escapes;
+  for (const uint64_t* k = std::lower_bound(o.escape_keys, escape_end, key0); k != escape_end && *k < key1; ++k)
+    q[*k - key0] = o.escape_deltas[k - o.escape_keys];
+  // Inverse Lorenzo: wrapping prefix sums along x, then y, then z.
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 1; x < b.ex; ++x) {
+        const uint32_t l = x + s.x * (y + s.y * z);
+        q[l] = wrapping_add(q[l], q[l - 1]);
+      }
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 1; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x) {
+        const uint32_t l = x + s.x * (y + s.y * z);
+        q[l] = wrapping_add(q[l], q[l - s.x]);
+      }
+  for (uint32_t z = 1; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x) {
+        const uint32_t l = x + s.x * (y + s.y * z);
+        q[l] = wrapping_add(q[l], q[l - s.x * s.y]);
+      }
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x)
+        field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] =
+            reconstruct<T>(q[x + s.x * (y + s.y * z)], quant.step);
+  const uint64_t* exact_end = o.exact_keys + o.counts.exacts;
+  for (const uint64_t* k = std::lower_bound(o.exact_keys, exact_end, key0); k != exact_end && *k < key1; ++k) {
+    const uint64_t l = *k - key0;
+    const uint64_t x = l % s.x, y = (l / s.x) % s.y, z = l / (s.x * s.y);
+    std::memcpy(&field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))],
+                o.exact_values + sizeof(T) * (k - o.exact_keys), sizeof(T));
+  }
+}
+
+template <typename T>
+void decode_typed(const uint16_t* codes, const OutlierView& view, const Dims& dims, const Quantization& quant, T* field) {
+  const TileGrid grid(dims);
+  const int64_t tiles = int64_t(grid.tile_count());
+#pragma omp parallel for schedule(static)
+  for (int64_t tile = 0; tile < tiles; ++tile) decode_tile(codes, view, grid, uint64_t(tile), quant, field);
+}
+
+}  // namespace
+
+Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes) {
+  if (type == DType::f32) return encode_typed(static_cast<const float*>(field), dims, quant, codes);
+  return encode_typed(static_cast<const double*>(field), dims, quant, codes);
+}
+
+void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
+                const Quantization& quant, void* field) {
+  // The stream is copied so that its arrays are aligned whatever the container's offsets.
+  std::vector<uint64_t> aligned((outliers_size + 7) / 8);
+  std::memcpy(aligned.data(), outliers, outliers_size);
+  const OutlierView view = parse_outliers(reinterpret_cast<const uint8_t*>(aligned.data()), outliers_size, type);
+  validate_outlier_keys(view, TileGrid(dims));
+  if (type == DType::f32) return decode_typed(codes, view, dims, quant, static_cast<float*>(field));
+  decode_typed(codes, view, dims, quant, static_cast<double*>(field));
+}
+
+}  // namespace fzg::lorenzo
