@@ -1,5 +1,6 @@
 #include "pipeline/field.hh"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -94,7 +95,9 @@ Dims parse_dims(const std::string& text, bool slowest_first) {
       fail(ErrorCode::invalid_argument, "bad dimensions '" + text + "' (expected e.g. 500x500x100)");
     extents.push_back(std::stoull(part));
   }
-  if (slowest_first) extents.assign(extents.rbegin(), extents.rend());
+  if (!text.empty() && text.back() == 'x')
+    fail(ErrorCode::invalid_argument, "bad dimensions '" + text + "' (expected e.g. 500x500x100)");
+  if (slowest_first) std::reverse(extents.begin(), extents.end());
   return Dims::make(extents);
 }
 

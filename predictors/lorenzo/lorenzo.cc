@@ -27,23 +27,29 @@ uint64_t outlier_stream_size(OutlierCounts counts, DType type) {
   return 16 + 8 * counts.escapes + 8 * counts.exacts + dtype_size(type) * counts.exacts + 4 * counts.escapes;
 }
 
-OutlierView parse_outliers(const uint8_t* stream, uint64_t size_bytes, DType type) {
-  require_data(size_bytes >= 16, "outlier stream shorter than its counts");
-  OutlierView v;
-  std::memcpy(&v.counts.escapes, stream, 8);
-  std::memcpy(&v.counts.exacts, stream + 8, 8);
+OutlierView outlier_layout(OutlierCounts counts, const uint8_t* stream, uint64_t size_bytes, DType type) {
   // Each entry costs at least 12 bytes: counts beyond size/12 cannot be honest (and could overflow).
-  require_data(v.counts.escapes <= size_bytes / 12 && v.counts.exacts <= size_bytes / 12, "outlier counts");
-  require_data(outlier_stream_size(v.counts, type) == size_bytes, "outlier stream size");
+  require_data(counts.escapes <= size_bytes / 12 && counts.exacts <= size_bytes / 12, "outlier counts");
+  require_data(outlier_stream_size(counts, type) == size_bytes, "outlier stream size");
+  OutlierView v;
+  v.counts = counts;
   const uint8_t* p = stream + 16;
   v.escape_keys = reinterpret_cast<const uint64_t*>(p);
-  p += 8 * v.counts.escapes;
+  p += 8 * counts.escapes;
   v.exact_keys = reinterpret_cast<const uint64_t*>(p);
-  p += 8 * v.counts.exacts;
+  p += 8 * counts.exacts;
   v.exact_values = p;
-  p += dtype_size(type) * v.counts.exacts;
+  p += dtype_size(type) * counts.exacts;
   v.escape_deltas = reinterpret_cast<const int32_t*>(p);
   return v;
+}
+
+OutlierView parse_outliers(const uint8_t* stream, uint64_t size_bytes, DType type) {
+  require_data(size_bytes >= 16, "outlier stream shorter than its counts");
+  OutlierCounts counts;
+  std::memcpy(&counts.escapes, stream, 8);
+  std::memcpy(&counts.exacts, stream + 8, 8);
+  return outlier_layout(counts, stream, size_bytes, type);
 }
 
 static void validate_keys(const uint64_t* keys, uint64_t count, const TileGrid& grid, const char* what) {

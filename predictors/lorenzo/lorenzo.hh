@@ -41,6 +41,7 @@ struct TileGrid {
 struct OutlierCounts {
   uint64_t escapes = 0, exacts = 0;
 };
+static_assert(sizeof(OutlierCounts) == 16, "the stream's first 16 bytes are the counts");
 uint64_t outlier_stream_size(OutlierCounts counts, DType type);
 
 struct OutlierView {
@@ -50,7 +51,10 @@ struct OutlierView {
   const uint8_t* exact_values;
   const int32_t* escape_deltas;
 };
-// Validates the layout against its size (throws corrupt_data); pointers into `stream`.
+// Checks counts against the stream's size (throws corrupt_data) and points into `stream`,
+// which may be device memory: nothing is read through it.
+OutlierView outlier_layout(OutlierCounts counts, const uint8_t* stream, uint64_t size_bytes, DType type);
+// The same from a host stream, reading the counts from its first 16 bytes.
 OutlierView parse_outliers(const uint8_t* stream, uint64_t size_bytes, DType type);
 // Checks that keys increase and name points inside the field (host memory).
 void validate_outlier_keys(const OutlierView& view, const TileGrid& grid);

@@ -1,0 +1,420 @@
+// CUDA backend of the Lorenzo stage. Same tiles, same rules, same bytes as lorenzo_cpu.cc.
+//
+// Work decomposition: one 256-thread block owns one tile (2048 points in 1D and 3D, 1024 in
+// 2D) at a time, grid-striding over tiles; a thread owns the points l = threadIdx.x + 256 k of
+// the tile (x fastest, so a warp touches 32 consecutive values of a row: coalesced). The
+// tile's pre-quantized values live in shared memory (8 KiB of int32), where neighbours are
+// read from.
+//
+// Compression is two passes so that the outliers land in key order without atomics:
+//   1. encode: read T, write u16 code per value, count escapes and exacts per tile
+//      (bytes per value: sizeof(T) read + 2 written).
+//   2. scan the per-tile counts (CUB), then `place_outliers` revisits only the tiles that have
+//      outliers and writes them at their scanned offsets, in key order (a block scan).
+// Decompression is one pass: codes -> deltas in shared memory, escapes patched in, prefix
+// sums along x (warp shuffles, or a block scan for 1D), y and z, x' = T(q * step) written,
+// exact values written last (2 bytes read + sizeof(T) written per value).
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "pipeline/cuda_check.cuh"
+#include "pipeline/error.hh"
+#include "pipeline/launch.cuh"
+#include "predictors/lorenzo/lorenzo.hh"
+#include "predictors/lorenzo/quantizer.hh"
+
+namespace fzg::lorenzo {
+
+namespace {
+
+constexpr int block_threads = 256;
+
+struct Grid {
+  uint64_t nx, ny, nz, tiles_x, tiles_y, tile_count;
+};
+
+Grid device_grid(const TileGrid& g) { return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count()}; }
+
+// Where a tile starts and how much of it lies inside the field.
+template <int TX, int TY, int TZ>
+struct TilePlace {
+  uint64_t x0, y0, z0, key0;
+  uint32_t ex, ey, ez;
+
+  __device__ TilePlace(const Grid& g, uint64_t tile) {
+    const uint64_t tx = tile % g.tiles_x, ty = (tile / g.tiles_x) % g.tiles_y, tz = tile / (g.tiles_x * g.tiles_y);
+    x0 = tx * TX, y0 = ty * TY, z0 = tz * TZ;
+    key0 = tile * uint64_t(TX * TY * TZ);
+    ex = uint32_t(g.nx - x0 < TX ? g.nx - x0 : TX);
+    ey = uint32_t(g.ny - y0 < TY ? g.ny - y0 : TY);
+    ez = uint32_t(g.nz - z0 < TZ ? g.nz - z0 : TZ);
+  }
+  __device__ bool inside(uint32_t lx, uint32_t ly, uint32_t lz) const { return lx < ex && ly < ey && lz < ez; }
+  __device__ uint64_t global(const Grid& g, uint32_t lx, uint32_t ly, uint32_t lz) const {
+    return (x0 + lx) + g.nx * ((y0 + ly) + g.ny * (z0 + lz));
+  }
+};
+
+template <int TX, int TY>
+__device__ void split(uint32_t l, uint32_t& lx, uint32_t& ly, uint32_t& lz) {
+  lx = l % TX;
+  ly = (l / TX) % TY;
+  lz = l / (TX * TY);
+}
+
+// Pre-quantizes the tile into shared memory; returns how many of this thread's points are exact.
+template <typename T, int TX, int TY, int TZ>
+__device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, double step, double eb,
+                              int32_t* q) {
+  uint32_t exacts = 0;
+  for (uint32_t l = threadIdx.x; l < TX * TY * TZ; l += block_threads) {
+    uint32_t lx, ly, lz;
+    split<TX, TY>(l, lx, ly, lz);
+    int32_t v = 0;
+    if (p.inside(lx, ly, lz)) exacts += prequantize(field[p.global(g, lx, ly, lz)], step, eb, &v);
+    q[l] = v;
+  }
+  return exacts;
+}
+
+// The Lorenzo delta of point l (neighbours outside the tile count as 0), as the CPU computes it.
+template <int TX, int TY>
+__device__ int32_t lorenzo_delta(const int32_t* q, uint32_t l, uint32_t lx, uint32_t ly, uint32_t lz) {
+  auto at = [&](int dx, int dy, int dz) -> int32_t {
+    if ((dx && lx == 0) || (dy && ly == 0) || (dz && lz == 0)) return 0;
+    return q[l - dx - TX * dy - TX * TY * dz];
+  };
+  int32_t pred = wrapping_add(wrapping_add(at(1, 0, 0), at(0, 1, 0)), at(0, 0, 1));
+  pred = wrapping_sub(pred, wrapping_add(wrapping_add(at(1, 1, 0), at(1, 0, 1)), at(0, 1, 1)));
+  pred = wrapping_add(pred, at(1, 1, 1));
+  return wrapping_sub(q[l], pred);
+}
+
+template <typename T, int TX, int TY, int TZ>
+__global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restrict__ field, Grid g, double step,
+                                                               double eb, uint16_t* __restrict__ codes,
+                                                               uint32_t* __restrict__ escape_counts,
+                                                               uint32_t* __restrict__ exact_counts) {
+  __shared__ int32_t q[TX * TY * TZ];
+  using Reduce = cub::BlockReduce<uint32_t, block_threads>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
+    const TilePlace<TX, TY, TZ> p(g, tile);
+    const uint32_t exacts = load_tile(field, g, p, step, eb, q);
+    __syncthreads();
+    uint32_t escapes = 0;
+    for (uint32_t l = threadIdx.x; l < TX * TY * TZ; l += block_threads) {
+      uint32_t lx, ly, lz;
+      split<TX, TY>(l, lx, ly, lz);
+      if (!p.inside(lx, ly, lz)) continue;
+      uint16_t code;
+      escapes += !encode_delta(lorenzo_delta<TX, TY>(q, l, lx, ly, lz), &code);
+      codes[p.global(g, lx, ly, lz)] = code;
+    }
+    // A tile has at most 2048 of each: pack both counts in one reduction.
+    const uint32_t both = Reduce(reduce_storage).Sum(exacts | (escapes << 16));
+    if (threadIdx.x == 0) {
+      escape_counts[tile] = both >> 16;
+      exact_counts[tile] = both & 0xffff;
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T>
+struct OutlierTargets {
+  uint64_t* escape_keys;
+  int32_t* escape_deltas;
+  uint64_t* exact_keys;
+  T* exact_values;
+};
+
+template <typename T, int TX, int TY, int TZ>
+__global__ void __launch_bounds__(block_threads) place_outliers_kernel(
+    const T* __restrict__ field, Grid g, double step, double eb, const uint32_t* __restrict__ escape_counts,
+    const uint32_t* __restrict__ exact_counts, const uint64_t* __restrict__ escape_offsets,
+    const uint64_t* __restrict__ exact_offsets, OutlierTargets<T> out) {
+  __shared__ int32_t q[TX * TY * TZ];
+  using Scan = cub::BlockScan<uint32_t, block_threads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
+    if (escape_counts[tile] == 0 && exact_counts[tile] == 0) continue;  // uniform across the block
+    const TilePlace<TX, TY, TZ> p(g, tile);
+    load_tile(field, g, p, step, eb, q);
+    __syncthreads();
+    uint64_t next_escape = escape_offsets[tile], next_exact = exact_offsets[tile];
+    for (uint32_t base = 0; base < TX * TY * TZ; base += block_threads) {
+      const uint32_t l = base + threadIdx.x;
+      uint32_t lx, ly, lz;
+      split<TX, TY>(l, lx, ly, lz);
+      bool is_exact = false, is_escape = false;
+      int32_t delta = 0, unused;
+      T value{};
+      if (p.inside(lx, ly, lz)) {
+        value = field[p.global(g, lx, ly, lz)];
+        is_exact = prequantize(value, step, eb, &unused);
+        delta = lorenzo_delta<TX, TY>(q, l, lx, ly, lz);
+        uint16_t code;
+        is_escape = !encode_delta(delta, &code);
+      }
+      uint32_t before, total;
+      Scan(scan_storage).ExclusiveSum(uint32_t(is_exact) | (uint32_t(is_escape) << 16), before, total);
+      if (is_exact) {
+        const uint64_t at = next_exact + (before & 0xffff);
+        out.exact_keys[at] = p.key0 + l;
+        out.exact_values[at] = value;
+      }
+      if (is_escape) {
+        const uint64_t at = next_escape + (before >> 16);
+        out.escape_keys[at] = p.key0 + l;
+        out.escape_deltas[at] = delta;
+      }
+      next_exact += total & 0xffff;
+      next_escape += total >> 16;
+      __syncthreads();
+    }
+  }
+}
+
+// First index in keys[0, count) not below `key`.
+__device__ uint64_t lower_bound(const uint64_t* keys, uint64_t count, uint64_t key) {
+  uint64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+struct OutlierSource {
+  const uint64_t* escape_keys;
+  const int32_t* escape_deltas;
+  uint64_t escapes;
+  const uint64_t* exact_keys;
+  const uint8_t* exact_values;
+  uint64_t exacts;
+};
+
+// Inclusive prefix sums of the tile in shared memory, along x, then y, then z.
+template <int TX, int TY, int TZ>
+__device__ void prefix_sums(int32_t* q) {
+  using Scan = cub::BlockScan<uint32_t, block_threads>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  if constexpr (TX == 32) {
+    const uint32_t lane = threadIdx.x % 32;
+    for (uint32_t row = threadIdx.x / 32; row < TY * TZ; row += block_threads / 32) {
+      uint32_t v = uint32_t(q[row * 32 + lane]);
+#pragma unroll
+      for (int offset = 1; offset < 32; offset <<= 1) {
+        const uint32_t n = __shfl_up_sync(0xffffffffu, v, offset);
+        if (lane >= uint32_t(offset)) v += n;
+      }
+      q[row * 32 + lane] = int32_t(v);
+    }
+  } else {
+    constexpr int per_thread = TX / block_threads;
+    static_assert(TY == 1 && TZ == 1 && TX % block_threads == 0, "1D tiles are whole multiples of the block");
+    uint32_t v[per_thread], sum = 0;
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) v[i] = (sum += uint32_t(q[threadIdx.x * per_thread + i]));
+    uint32_t before;
+    Scan(scan_storage).ExclusiveSum(sum, before);
+#pragma unroll
+    for (int i = 0; i < per_thread; ++i) q[threadIdx.x * per_thread + i] = int32_t(v[i] + before);
+  }
+  __syncthreads();
+  if constexpr (TY > 1) {
+    for (uint32_t c = threadIdx.x; c < TX * TZ; c += block_threads) {
+      const uint32_t lx = c % TX, lz = c / TX;
+      uint32_t running = 0;
+      for (uint32_t ly = 0; ly < TY; ++ly) {
+        int32_t& cell = q[lx + TX * (ly + TY * lz)];
+        running += uint32_t(cell);
+        cell = int32_t(running);
+      }
+    }
+    __syncthreads();
+  }
+  if constexpr (TZ > 1) {
+    for (uint32_t c = threadIdx.x; c < TX * TY; c += block_threads) {
+      uint32_t running = 0;
+      for (uint32_t lz = 0; lz < TZ; ++lz) {
+        int32_t& cell = q[c + TX * TY * lz];
+        running += uint32_t(cell);
+        cell = int32_t(running);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T, int TX, int TY, int TZ>
+__global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes, OutlierSource o,
+                                                               Grid g, double step, T* __restrict__ field) {
+  __shared__ int32_t q[TX * TY * TZ];
+  __shared__ uint64_t range[4];
+  constexpr uint32_t volume = TX * TY * TZ;
+  for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
+    const TilePlace<TX, TY, TZ> p(g, tile);
+    if (threadIdx.x == 0) range[0] = lower_bound(o.escape_keys, o.escapes, p.key0);
+    if (threadIdx.x == 32) range[1] = lower_bound(o.escape_keys, o.escapes, p.key0 + volume);
+    if (threadIdx.x == 64) range[2] = lower_bound(o.exact_keys, o.exacts, p.key0);
+    if (threadIdx.x == 96) range[3] = lower_bound(o.exact_keys, o.exacts, p.key0 + volume);
+    for (uint32_t l = threadIdx.x; l < volume; l += block_threads) {
+      uint32_t lx, ly, lz;
+      split<TX, TY>(l, lx, ly, lz);
+      q[l] = p.inside(lx, ly, lz) ? decode_delta(codes[p.global(g, lx, ly, lz)]) : 0;
+    }
+    __syncthreads();
+    // Keys were validated (sorted, inside the field) before launch.
+    for (uint64_t i = range[0] + threadIdx.x; i < range[1]; i += block_threads)
+      q[o.escape_keys[i] - p.key0] = o.escape_deltas[i];
+    __syncthreads();
+    prefix_sums<TX, TY, TZ>(q);
+    for (uint32_t l = threadIdx.x; l < volume; l += block_threads) {
+      uint32_t lx, ly, lz;
+      split<TX, TY>(l, lx, ly, lz);
+      if (p.inside(lx, ly, lz)) field[p.global(g, lx, ly, lz)] = reconstruct<T>(q[l], step);
+    }
+    __syncthreads();  // orders the exact values after the reconstructions they replace
+    for (uint64_t i = range[2] + threadIdx.x; i < range[3]; i += block_threads) {
+      uint32_t lx, ly, lz;
+      split<TX, TY>(uint32_t(o.exact_keys[i] - p.key0), lx, ly, lz);
+      field[p.global(g, lx, ly, lz)] = reinterpret_cast<const T*>(o.exact_values)[i];
+    }
+    __syncthreads();
+  }
+}
+
+// Flags keys that are out of order or name a point outside the field (corrupt input).
+template <int TX, int TY, int TZ>
+__global__ void validate_keys_kernel(const uint64_t* keys, uint64_t count, Grid g, int* bad) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t key = keys[i];
+    const uint64_t tile = key / (TX * TY * TZ);
+    bool ok = (i == 0 || key > keys[i - 1]) && tile < g.tile_count;
+    if (ok) {
+      const TilePlace<TX, TY, TZ> p(g, tile);
+      uint32_t lx, ly, lz;
+      split<TX, TY>(uint32_t(key % (TX * TY * TZ)), lx, ly, lz);
+      ok = p.inside(lx, ly, lz);
+    }
+    if (!ok) *bad = 1;
+  }
+}
+
+struct Widen64 {
+  __device__ uint64_t operator()(uint32_t v) const { return v; }
+};
+
+// Exclusive scan of per-tile counts into 64-bit offsets; returns the total.
+uint64_t scan_counts(const uint32_t* counts, uint64_t* offsets, uint64_t tiles, cudaStream_t stream) {
+  auto wide = thrust::make_transform_iterator(counts, Widen64{});
+  size_t temp_bytes = 0;
+  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, wide, offsets, tiles, stream));
+  Buffer temp = Buffer::device(temp_bytes, stream);
+  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, wide, offsets, tiles, stream));
+  return read_back(offsets + tiles - 1, stream) + read_back(counts + tiles - 1, stream);
+}
+
+template <typename T, int TX, int TY, int TZ>
+Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& quant, uint16_t* codes,
+                     cudaStream_t stream) {
+  const Grid g = device_grid(grid);
+  const uint64_t tiles = grid.tile_count();
+  Buffer counts = Buffer::device(2 * tiles * sizeof(uint32_t), stream);
+  uint32_t* escape_counts = counts.as<uint32_t>();
+  uint32_t* exact_counts = escape_counts + tiles;
+  const unsigned blocks = grid_for(tiles, 1, 8);
+  encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, quant.step, quant.error_bound, codes,
+                                                                      escape_counts, exact_counts);
+  FZG_CUDA_CHECK_LAUNCH();
+  Buffer offsets = Buffer::device(2 * tiles * sizeof(uint64_t), stream);
+  OutlierCounts total;
+  total.escapes = scan_counts(escape_counts, offsets.as<uint64_t>(), tiles, stream);
+  total.exacts = scan_counts(exact_counts, offsets.as<uint64_t>() + tiles, tiles, stream);
+
+  Buffer stream_buffer = Buffer::device(outlier_stream_size(total, dtype_of<T>()), stream);
+  copy_bytes(stream_buffer.data(), Location::device, &total, Location::host, 16, stream);
+  if (total.escapes + total.exacts > 0) {
+    uint8_t* base = stream_buffer.data() + 16;
+    OutlierTargets<T> out;
+    out.escape_keys = reinterpret_cast<uint64_t*>(base);
+    out.exact_keys = out.escape_keys + total.escapes;
+    out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
+    out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
+    place_outliers_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(
+        field, g, quant.step, quant.error_bound, escape_counts, exact_counts, offsets.as<uint64_t>(),
+        offsets.as<uint64_t>() + tiles, out);
+    FZG_CUDA_CHECK_LAUNCH();
+  }
+  return stream_buffer;
+}
+
+template <typename T, int TX, int TY, int TZ>
+void decode_shaped(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, const TileGrid& grid,
+                   const Quantization& quant, T* field, cudaStream_t stream) {
+  require_data(outliers_size >= 16, "outlier stream shorter than its counts");
+  OutlierCounts counts;
+  copy_bytes(&counts, Location::host, outliers, Location::device, 16, stream);
+  const OutlierView view = outlier_layout(counts, outliers, outliers_size, dtype_of<T>());
+  const OutlierSource o{view.escape_keys, view.escape_deltas, counts.escapes,
+                        view.exact_keys,  view.exact_values,  counts.exacts};
+  const Grid g = device_grid(grid);
+  if (counts.escapes + counts.exacts > 0) {
+    Buffer bad = Buffer::device(sizeof(int), stream);
+    FZG_CUDA_CHECK(cudaMemsetAsync(bad.data(), 0, sizeof(int), stream));
+    if (counts.escapes)
+      validate_keys_kernel<TX, TY, TZ><<<grid_for(counts.escapes, 256), 256, 0, stream>>>(o.escape_keys, counts.escapes,
+                                                                                          g, bad.as<int>());
+    if (counts.exacts)
+      validate_keys_kernel<TX, TY, TZ><<<grid_for(counts.exacts, 256), 256, 0, stream>>>(o.exact_keys, counts.exacts, g,
+                                                                                         bad.as<int>());
+    FZG_CUDA_CHECK_LAUNCH();
+    require_data(read_back(bad.as<int>(), stream) == 0, "outlier keys");
+  }
+  decode_kernel<T, TX, TY, TZ><<<grid_for(grid.tile_count(), 1, 8), block_threads, 0, stream>>>(codes, o, g, quant.step,
+                                                                                                field);
+  FZG_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, uint16_t* codes, cudaStream_t stream) {
+  const TileGrid grid(dims);
+  switch (dims.rank) {
+    case 1: return encode_shaped<T, 2048, 1, 1>(field, grid, quant, codes, stream);
+    case 2: return encode_shaped<T, 32, 32, 1>(field, grid, quant, codes, stream);
+    default: return encode_shaped<T, 32, 8, 8>(field, grid, quant, codes, stream);
+  }
+}
+
+template <typename T>
+void decode_typed(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, const Dims& dims,
+                  const Quantization& quant, T* field, cudaStream_t stream) {
+  const TileGrid grid(dims);
+  switch (dims.rank) {
+    case 1: return decode_shaped<T, 2048, 1, 1>(codes, outliers, outliers_size, grid, quant, field, stream);
+    case 2: return decode_shaped<T, 32, 32, 1>(codes, outliers, outliers_size, grid, quant, field, stream);
+    default: return decode_shaped<T, 32, 8, 8>(codes, outliers, outliers_size, grid, quant, field, stream);
+  }
+}
+
+}  // namespace
+
+Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
+                   cudaStream_t stream) {
+  if (type == DType::f32) return encode_typed(static_cast<const float*>(field), dims, quant, codes, stream);
+  return encode_typed(static_cast<const double*>(field), dims, quant, codes, stream);
+}
+
+void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
+                 const Quantization& quant, void* field, cudaStream_t stream) {
+  if (type == DType::f32)
+    return decode_typed(codes, outliers, outliers_size, dims, quant, static_cast<float*>(field), stream);
+  decode_typed(codes, outliers, outliers_size, dims, quant, static_cast<double*>(field), stream);
+}
+
+}  // namespace fzg::lorenzo

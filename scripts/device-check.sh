@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The device machine's whole check, in one call: configure for sm_90, build, run every test
+# with the GPU present, benchmark synthetic and real fields, and print a short table last.
+#   bash scripts/device-check.sh            (datasets from $FZG_DATASETS or .device-data/)
+# Logs and JSON go to $OUT when set (the device tool brings them back), else build-device/out.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out=${OUT:-$root/build-device/out}
+mkdir -p "$out"
+export FZG_DATASETS=${FZG_DATASETS:-$root/.device-data}
+jobs=$(nproc)
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
+cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON \
+  >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
+cmake --build build-device -j "$jobs" >"$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -20; exit 1; }
+fzg=build-device/fzg
+
+ctest --test-dir build-device -j "$jobs" --timeout 600 >"$out/ctest.log" 2>&1
+tests_rc=$?
+grep -E "tests passed|tests failed" "$out/ctest.log"
+grep -E "\(Failed\)|\(Timeout\)|\*\*\*" "$out/ctest.log" | head -20
+skipped=$(grep -c "(Skipped)" "$out/ctest.log")
+
+# Benchmarks: synthetic cubes at growing sizes, f32 and f64, then the real fields.
+bench() { "$fzg" bench --device cuda --repeat 20 --warmup 3 --json "$@"; }
+bench --gen turbulent --sizes 1M,10M,100M -m rel -e 1e-3 >"$out/bench_turbulent_f32.json" 2>"$out/bench.err"
+bench --gen turbulent -t f64 --sizes 10M,100M -m rel -e 1e-3 >"$out/bench_turbulent_f64.json" 2>>"$out/bench.err"
+bench --gen smooth --sizes 100M -m rel -e 1e-3 >"$out/bench_smooth_f32.json" 2>>"$out/bench.err"
+"$fzg" bench --device cuda --gen turbulent --sizes 100M -m rel -e 1e-3 --repeat 20 >"$out/bench_turbulent.txt" 2>&1
+real=()
+for spec in airtemp-a1b_49x37x240:49x37x240 theta-hybrid_100x100x15:100x100x15 uwnd-ncep_144x73x12:144x73x12 \
+            sst-nemo_360x330x1:360x330 sst-ostia_432x18x54:432x18x54 tb-satellite_256x160x1:256x160; do
+  file=${spec%%:*}.f32 dims=${spec##*:}
+  [ -f "$FZG_DATASETS/$file" ] || continue
+  for e in 1e-2 1e-3 1e-4; do
+    bench -i "$FZG_DATASETS/$file" -l "$dims" -m rel -e "$e" >"$out/bench_${spec%%_*}_$e.json" 2>>"$out/bench.err"
+    real+=("$out/bench_${spec%%_*}_$e.json")
+  done
+done
+
+echo
+echo "== fzg device check: tests exit $tests_rc, $skipped skipped =="
+python3 - "$out" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+rows = []
+for path in sorted(glob.glob(os.path.join(out, "bench_*.json"))):
+    try:
+        data = json.load(open(path))
+    except Exception as e:
+        print(f"{os.path.basename(path)}: unreadable ({e})"); continue
+    for r in data:
+        rows.append((os.path.basename(path)[6:-5], r))
+print(f"{'field':28} {'values':>11} {'ratio':>8} {'comp GB/s':>10} {'decomp GB/s':>11} {'% copy c/d':>11} {'e2e c/d GB/s':>14} {'peak MB':>8}")
+for name, r in rows:
+    print(f"{name[:28]:28} {r['values']:>11} {r['ratio']:>8.2f} {r['kernel_compress_gbps']:>10.1f} {r['kernel_decompress_gbps']:>11.1f}"
+          f" {100*r['kernel_compress_gbps']/r['copy_gbps']:>5.1f}/{100*r['kernel_decompress_gbps']/r['copy_gbps']:<5.1f}"
+          f" {r['end_to_end_compress_gbps']:>6.1f}/{r['end_to_end_decompress_gbps']:<7.1f} {r['peak_device_bytes_compress']/1e6:>8.1f}")
+PY
+exit $tests_rc

@@ -1,0 +1,75 @@
+#include <cmath>
+
+#include "pipeline/checksum.hh"
+#include "test_util.hh"
+
+namespace fzg {
+namespace {
+
+TEST(Dims, FastestFirstAndTrailingOnesDropped) {
+  const Dims d = parse_dims("360x330x1");
+  EXPECT_EQ(d.x, 360u);
+  EXPECT_EQ(d.y, 330u);
+  EXPECT_EQ(d.rank, 2);
+  const Dims z = parse_dims("100x500x500", true);
+  EXPECT_EQ(z.x, 500u);
+  EXPECT_EQ(z.z, 100u);
+  EXPECT_EQ(z.rank, 3);
+}
+
+TEST(Dims, MalformedTextIsAnInvalidArgument) {
+  for (const char* bad : {"", "x", "10x", "10xx5", "0x5", "1x2x3x4", "a", "-5", "99999999999999999999"}) {
+    try {
+      parse_dims(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << bad;
+    }
+  }
+}
+
+TEST(Quantization, RelIsBoundTimesRangeAndStepLeavesRoomForRounding) {
+  const Quantization q = resolve_quantization({ErrorMode::rel, 1e-4}, DType::f32, 287.3, 289.1);
+  EXPECT_DOUBLE_EQ(q.error_bound, 1e-4 * (289.1 - 287.3));
+  // Half an f32 ulp at 289 is 2^-16: the step shrinks by exactly that on each side.
+  EXPECT_DOUBLE_EQ(q.step, 2 * (q.error_bound - std::ldexp(1.0, -16)));
+}
+
+TEST(Quantization, PsnrBoundFollowsUniformErrorModel) {
+  const Quantization q = resolve_quantization({ErrorMode::psnr, 60}, DType::f64, 0, 10);
+  EXPECT_NEAR(q.error_bound, std::sqrt(3.0) * 10 * 1e-3, 1e-15);
+}
+
+TEST(Quantization, ZeroRangeAsksForExactValues) {
+  const Quantization q = resolve_quantization({ErrorMode::rel, 1e-3}, DType::f32, 3.7, 3.7);
+  EXPECT_EQ(q.error_bound, 0.0);
+  EXPECT_GT(q.step, 0.0);
+}
+
+TEST(Quantization, NegativeOrNonFiniteBoundIsRejected) {
+  EXPECT_THROW(resolve_quantization({ErrorMode::abs, -1}, DType::f32, 0, 1), Error);
+  EXPECT_THROW(resolve_quantization({ErrorMode::abs, NAN}, DType::f32, 0, 1), Error);
+}
+
+TEST(FiniteRange, IgnoresNanAndInf) {
+  std::vector<double> v = {NAN, 2.0, INFINITY, -3.0, -INFINITY};
+  double lo, hi;
+  finite_range(v.data(), DType::f64, v.size(), &lo, &hi);
+  EXPECT_EQ(lo, -3.0);
+  EXPECT_EQ(hi, 2.0);
+}
+
+TEST(Checksum, DetectsEverySingleBitFlipOfASmallBuffer) {
+  std::vector<uint8_t> bytes(37);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 31);
+  const uint64_t base = checksum_host(bytes.data(), bytes.size());
+  for (size_t bit = 0; bit < bytes.size() * 8; ++bit) {
+    bytes[bit / 8] ^= uint8_t(1u << (bit % 8));
+    EXPECT_NE(checksum_host(bytes.data(), bytes.size()), base) << bit;
+    bytes[bit / 8] ^= uint8_t(1u << (bit % 8));
+  }
+  EXPECT_NE(checksum_host(bytes.data(), bytes.size() - 1), base);  // length matters
+}
+
+}  // namespace
+}  // namespace fzg

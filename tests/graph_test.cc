@@ -1,0 +1,111 @@
+// The graph loader: valid configs load, and every kind of mistake names what is wrong.
+#include "pipeline/graph.hh"
+#include "test_util.hh"
+
+namespace fzg {
+namespace {
+
+std::string error_of(const std::string& config) {
+  try {
+    Graph::from_text(config);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_config) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted: " << config;
+  return "";
+}
+
+const char* const stages_ok = R"("stages": [
+  {"id": "p", "type": "lorenzo", "inputs": {"field": "input"}},
+  {"id": "s", "type": "bitshuffle", "inputs": {"in": "p.codes"}},
+  {"id": "z", "type": "zero-block", "inputs": {"in": "s.out"}}])";
+
+TEST(Graph, ShippedConfigEqualsTheBuiltInDefault) {
+  const Graph shipped = Graph::from_file(testing::source_dir() + "/configs/fz.json");
+  EXPECT_EQ(shipped.to_json(), Graph::default_fz().to_json());
+  EXPECT_TRUE(shipped.has_predictor());
+}
+
+TEST(Graph, CanonicalJsonRoundTrips) {
+  const Graph g = Graph::default_fz();
+  EXPECT_EQ(Graph::from_json(g.to_json()).to_json(), g.to_json());
+}
+
+TEST(Graph, OrderIsTopologicalWhateverTheConfigOrder) {
+  const Graph g = Graph::from_text(R"({"stages": [
+    {"id": "z", "type": "zero-block", "inputs": {"in": "s.out"}},
+    {"id": "s", "type": "bitshuffle", "inputs": {"in": "p.codes"}},
+    {"id": "p", "type": "lorenzo", "inputs": {"field": "input"}}],
+    "store": ["z.out", "p.outliers"]})");
+  ASSERT_EQ(g.nodes().size(), 3u);
+  EXPECT_EQ(g.nodes()[0].id, "p");
+  EXPECT_EQ(g.nodes()[2].id, "z");
+}
+
+TEST(Graph, UnknownStageTypeIsNamed) {
+  EXPECT_NE(error_of(R"({"stages": [{"id": "a", "type": "zstd-magic", "inputs": {}}], "store": ["a.out"]})")
+                .find("zstd-magic"),
+            std::string::npos);
+}
+
+TEST(Graph, UnknownTopLevelKeyIsNamed) {
+  EXPECT_NE(error_of(std::string("{") + stages_ok + R"(, "store": ["z.out", "p.outliers"], "stroe": []})").find("stroe"),
+            std::string::npos);
+}
+
+TEST(Graph, UnknownStageKeyAndParameterAreNamed) {
+  EXPECT_NE(error_of(R"({"stages": [{"id": "p", "type": "lorenzo", "inputs": {"field": "input"}, "prams": {}}],
+                       "store": ["p.codes", "p.outliers"]})")
+                .find("prams"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"stages": [{"id": "p", "type": "lorenzo", "inputs": {"field": "input"}, "params": {"radius": 5}}],
+                       "store": ["p.codes", "p.outliers"]})")
+                .find("radius"),
+            std::string::npos);
+}
+
+TEST(Graph, UnknownPortIsNamed) {
+  EXPECT_NE(error_of(R"({"stages": [{"id": "p", "type": "lorenzo", "inputs": {"field": "input"}},
+    {"id": "s", "type": "bitshuffle", "inputs": {"in": "p.quant"}}], "store": ["s.out", "p.outliers"]})")
+                .find("quant"),
+            std::string::npos);
+}
+
+TEST(Graph, PortTypeMismatchIsAnError) {
+  // The predictor wants the field; a byte stream is not one.
+  EXPECT_NE(error_of(R"({"stages": [{"id": "s", "type": "bitshuffle", "inputs": {"in": "input"}},
+    {"id": "p", "type": "lorenzo", "inputs": {"field": "s.out"}}], "store": ["p.codes", "p.outliers"]})")
+                .find("expects field"),
+            std::string::npos);
+}
+
+TEST(Graph, CycleIsAnError) {
+  EXPECT_NE(error_of(R"({"stages": [{"id": "a", "type": "bitshuffle", "inputs": {"in": "b.out"}},
+    {"id": "b", "type": "bitshuffle", "inputs": {"in": "a.out"}}], "store": ["input"]})")
+                .find("cycle"),
+            std::string::npos);
+}
+
+TEST(Graph, UnstoredOutputIsNamed) {
+  EXPECT_NE(error_of(std::string("{") + stages_ok + R"(, "store": ["z.out"]})").find("outliers"), std::string::npos);
+}
+
+TEST(Graph, OutputReadTwiceIsAnError) {
+  EXPECT_NE(error_of(std::string("{") + stages_ok + R"(, "store": ["z.out", "p.outliers", "p.outliers"]})")
+                .find("already read"),
+            std::string::npos);
+}
+
+TEST(Graph, MalformedJsonIsAConfigError) { error_of("{\"stages\": ["); }
+
+TEST(Graph, LosslessVariantFeedsTheInputToTheCodesConsumer) {
+  const Graph g = Graph::default_fz().without_predictor();
+  EXPECT_FALSE(g.has_predictor());
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_TRUE(g.nodes()[0].inputs[0].is_input());
+  EXPECT_EQ(g.stored().size(), 1u);
+}
+
+}  // namespace
+}  // namespace fzg

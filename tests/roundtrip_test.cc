@@ -1,0 +1,109 @@
+// The promise, on every shape and hazard: the bound holds at every point, NaN and Inf come
+// back as they were, and no file exceeds max_compressed_size().
+#include "test_util.hh"
+
+namespace fzg {
+namespace {
+
+using testing::RoundTripCase;
+
+class RoundTrip : public ::testing::TestWithParam<RoundTripCase> {};
+
+TEST_P(RoundTrip, BoundHoldsAtEveryPointOnTheCpu) {
+  const RoundTripCase& c = GetParam();
+  const Graph graph = Graph::default_fz();
+  const Buffer field_bytes = testing::case_field(c);
+  const FieldRef field{field_bytes.data(), Location::host, c.dtype, Dims::make(c.dims)};
+  CompressOptions options;
+  options.bound = c.bound;
+  const Buffer file = compress(graph, field, options);
+  EXPECT_LE(file.size(), max_compressed_size(graph, c.dtype, field.dims, c.bound.mode));
+
+  const Decompressed out = decompress(file, {});
+  ASSERT_EQ(out.data.size(), field_bytes.size());
+  const double bound = out.header.quant.error_bound;
+  EXPECT_GE(bound, 0.0);
+  const uint64_t n = field.dims.count();
+  const uint64_t violations =
+      c.dtype == DType::f32
+          ? testing::count_violations(field_bytes.as<float>(), out.data.as<float>(), n, bound)
+          : testing::count_violations(field_bytes.as<double>(), out.data.as<double>(), n, bound);
+  EXPECT_EQ(violations, 0u) << "bound " << bound;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, RoundTrip, ::testing::ValuesIn(testing::round_trip_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(RoundTripBound, RelativeBoundIsTheFractionOfTheFiniteRange) {
+  std::vector<float> v = {1.0f, 3.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 11.0f};
+  const Buffer b = testing::host_buffer(v);
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-2};
+  const Buffer file = compress(Graph::default_fz(), {b.data(), Location::host, DType::f32, Dims::make({5})}, options);
+  const Decompressed out = decompress(file, {});
+  EXPECT_DOUBLE_EQ(out.header.quant.error_bound, 1e-2 * 10.0);
+  EXPECT_DOUBLE_EQ(out.header.quant.min, 1.0);
+  EXPECT_DOUBLE_EQ(out.header.quant.max, 11.0);
+}
+
+TEST(RoundTripBound, PsnrTargetIsMetOnSmoothData) {
+  const Dims d = Dims::make({64, 64, 16});
+  const Buffer b = synthesize(SynthKind::smooth, DType::f32, d);
+  CompressOptions options;
+  options.bound = {ErrorMode::psnr, 70.0};
+  const Buffer file = compress(Graph::default_fz(), {b.data(), Location::host, DType::f32, d}, options);
+  const Decompressed out = decompress(file, {});
+  const Metrics m = compare_fields(b.data(), out.data.data(), DType::f32, d.count(), out.header.quant.error_bound);
+  EXPECT_GE(m.psnr, 70.0);
+  EXPECT_EQ(m.violations, 0u);
+}
+
+TEST(RoundTripBound, ConstantFieldInRelModeIsExactAndTiny) {
+  const Dims d = Dims::make({100, 100, 10});
+  const Buffer b = testing::host_buffer(testing::make_values<float>(testing::Hazard::constant, d.count()));
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-3};
+  const Buffer file = compress(Graph::default_fz(), {b.data(), Location::host, DType::f32, d}, options);
+  const Decompressed out = decompress(file, {});
+  EXPECT_EQ(std::memcmp(out.data.data(), b.data(), b.size()), 0);
+  EXPECT_LT(file.size(), b.size() / 200);  // the flags of all-zero groups cost one bit each
+}
+
+TEST(RoundTripBound, LosslessModeAcceptsIntegerTypes) {
+  for (DType t : {DType::u8, DType::u16, DType::u32, DType::i32}) {
+    const uint64_t n = 1001;
+    Buffer b = Buffer::host(n * dtype_size(t));
+    for (uint64_t i = 0; i < b.size(); ++i) b.data()[i] = uint8_t((i * 7) % 13 == 0 ? i : 0);
+    CompressOptions options;
+    options.bound = {ErrorMode::lossless, 0};
+    const Buffer file = compress(Graph::default_fz(), {b.data(), Location::host, t, Dims::make({n})}, options);
+    const Decompressed out = decompress(file, {});
+    ASSERT_EQ(out.data.size(), b.size());
+    EXPECT_EQ(std::memcmp(out.data.data(), b.data(), b.size()), 0) << to_string(t);
+    EXPECT_EQ(out.header.dtype, t);
+  }
+}
+
+TEST(RoundTripBound, LossyModeRejectsIntegerTypes) {
+  Buffer b = Buffer::host(16);
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-3};
+  EXPECT_THROW(compress(Graph::default_fz(), {b.data(), Location::host, DType::u32, Dims::make({4})}, options), Error);
+}
+
+TEST(RoundTripBound, IncompressibleInputStaysWithinMaxCompressedSize) {
+  const uint64_t n = 100000;
+  std::mt19937_64 rng(3);
+  std::vector<uint32_t> words(n);
+  for (auto& w : words) w = uint32_t(rng());
+  const Buffer b = testing::host_buffer(words);
+  CompressOptions options;
+  options.bound = {ErrorMode::lossless, 0};
+  const Graph graph = Graph::default_fz();
+  const Buffer file = compress(graph, {b.data(), Location::host, DType::u32, Dims::make({n})}, options);
+  EXPECT_LE(file.size(), max_compressed_size(graph, DType::u32, Dims::make({n}), ErrorMode::lossless));
+  EXPECT_LE(file.size(), b.size() + 1024);  // stored raw: a small bounded overhead
+}
+
+}  // namespace
+}  // namespace fzg

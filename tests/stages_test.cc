@@ -1,0 +1,187 @@
+// Unit tests of the stages, each on its own.
+#include <random>
+
+#include "bitshuffle/bitshuffle.hh"
+#include "lossless/zeroblock/zeroblock.hh"
+#include "pipeline/registry.hh"
+#include "predictors/lorenzo/lorenzo.hh"
+#include "predictors/lorenzo/quantizer.hh"
+#include "test_util.hh"
+
+namespace fzg {
+namespace {
+
+TEST(Quantizer, SignMagnitudeCodesRoundTripAndEscapeBeyond15Bits) {
+  for (int32_t d : {0, 1, -1, 5, -5, 32767, -32767}) {
+    uint16_t code;
+    ASSERT_TRUE(lorenzo::encode_delta(d, &code)) << d;
+    EXPECT_EQ(lorenzo::decode_delta(code), d);
+    EXPECT_EQ(code >> 15, d < 0 ? 1 : 0);
+  }
+  uint16_t code = 123;
+  EXPECT_FALSE(lorenzo::encode_delta(32768, &code));
+  EXPECT_EQ(code, 0);
+  EXPECT_FALSE(lorenzo::encode_delta(-32768, &code));
+}
+
+TEST(Quantizer, NanInfAndHugeValuesAreExact) {
+  int32_t q = 99;
+  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<float>::quiet_NaN(), 0.1, 0.05, &q));
+  EXPECT_EQ(q, 0);
+  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<double>::infinity(), 0.1, 0.05, &q));
+  EXPECT_TRUE(lorenzo::prequantize(1e30f, 0.1, 0.05, &q));
+  EXPECT_FALSE(lorenzo::prequantize(1.0f, 0.1, 0.05, &q));
+  EXPECT_EQ(q, 10);
+}
+
+TEST(Quantizer, RoundingFailureIsCaughtWhereTheStepIsTooCoarseForTheType) {
+  // Near 1000, f32 spacing is 6.1e-5: with a bound of 1e-4 and the full step 2e-4, the
+  // rounding of q * step to f32 can land one spacing further than the bound allows.
+  int rejected = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const float v = 1000.0f + float(i) * 0.0173f;
+    int32_t q;
+    const bool exact = lorenzo::prequantize(v, 2e-4, 1e-4, &q);
+    if (!exact) {
+      EXPECT_LE(std::fabs(double(v) - double(lorenzo::reconstruct<float>(q, 2e-4))), 1e-4);
+    }
+    rejected += exact;
+  }
+  EXPECT_GT(rejected, 0);
+}
+
+TEST(Lorenzo, TileShapesMatchTheFormat) {
+  EXPECT_EQ(lorenzo::tile_shape(1).volume(), 2048u);
+  EXPECT_EQ(lorenzo::tile_shape(2).volume(), 1024u);
+  EXPECT_EQ(lorenzo::tile_shape(3).volume(), 2048u);
+}
+
+TEST(Lorenzo, LinearRampCodesAreZeroInsideTiles3D) {
+  // q = x + y + z is annihilated by the 3D Lorenzo operator away from the tile's low faces.
+  const Dims d = Dims::make({32, 8, 8});
+  std::vector<double> v(d.count());
+  for (uint64_t i = 0; i < v.size(); ++i) v[i] = double(i % 32 + (i / 32) % 8 + i / 256);
+  std::vector<uint16_t> codes(d.count());
+  Quantization quant;
+  quant.error_bound = 0.25;
+  quant.step = 0.5;
+  lorenzo::encode_cpu(v.data(), DType::f64, d, quant, codes.data());
+  for (uint64_t z = 1; z < 8; ++z)
+    for (uint64_t y = 1; y < 8; ++y)
+      for (uint64_t x = 1; x < 32; ++x) EXPECT_EQ(codes[x + 32 * (y + 8 * z)], 0) << x << "," << y << "," << z;
+}
+
+TEST(Lorenzo, LargeJumpsBecomeEscapesAndRoundTrip) {
+  const Dims d = Dims::make({5000});
+  std::vector<float> v(d.count());
+  for (uint64_t i = 0; i < v.size(); ++i) v[i] = (i % 2) ? 1e4f : -1e4f;
+  Quantization quant;
+  quant.error_bound = 0.01;
+  quant.step = 0.02;
+  std::vector<uint16_t> codes(d.count());
+  const Buffer outliers = lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data());
+  const lorenzo::OutlierView view = lorenzo::parse_outliers(outliers.data(), outliers.size(), DType::f32);
+  EXPECT_GT(view.counts.escapes, 4000u);
+  EXPECT_EQ(view.counts.exacts, 0u);
+  std::vector<float> back(d.count());
+  lorenzo::decode_cpu(codes.data(), outliers.data(), outliers.size(), DType::f32, d, quant, back.data());
+  EXPECT_EQ(testing::count_violations(v.data(), back.data(), v.size(), quant.error_bound), 0u);
+}
+
+TEST(Lorenzo, UnsortedOutlierKeysAreCorruptData) {
+  const Dims d = Dims::make({100});
+  std::vector<float> v(100, 0.0f);
+  v[10] = NAN;
+  v[20] = NAN;
+  Quantization quant;
+  quant.error_bound = 0.1;
+  quant.step = 0.2;
+  std::vector<uint16_t> codes(100);
+  Buffer outliers = lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data());
+  uint64_t* keys = reinterpret_cast<uint64_t*>(outliers.data() + 16);
+  std::swap(keys[0], keys[1]);
+  std::vector<float> back(100);
+  EXPECT_THROW(lorenzo::decode_cpu(codes.data(), outliers.data(), outliers.size(), DType::f32, d, quant, back.data()),
+               Error);
+  std::swap(keys[0], keys[1]);
+  keys[1] = 100;  // past the field's end
+  EXPECT_THROW(lorenzo::decode_cpu(codes.data(), outliers.data(), outliers.size(), DType::f32, d, quant, back.data()),
+               Error);
+}
+
+TEST(Bitshuffle, RoundTripsAnyByteLength) {
+  std::mt19937 rng(5);
+  for (uint64_t size : {0ull, 1ull, 3ull, 4ull, 127ull, 128ull, 129ull, 1000ull, 4099ull}) {
+    std::vector<uint8_t> in(size);
+    for (auto& b : in) b = uint8_t(rng());
+    std::vector<uint32_t> shuffled(bitshuffle::shuffled_size(size) / 4);
+    bitshuffle::encode_cpu(in.data(), size, shuffled.data());
+    std::vector<uint8_t> back(size);
+    bitshuffle::decode_cpu(shuffled.data(), back.data(), size);
+    EXPECT_EQ(back, in) << size;
+  }
+}
+
+TEST(Bitshuffle, SmallCodesLeaveTheTileTailZero) {
+  // 64 codes of magnitude < 4 with signs: only the 2 sign planes and planes 0-1 of both
+  // halves are non-zero, and the plane order puts them in the first 6 words.
+  std::vector<uint16_t> codes(64);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = uint16_t(((i / 2) % 4) | ((i % 3 == 0) ? 0x8000 : 0));
+  std::vector<uint32_t> out(32);
+  bitshuffle::encode_cpu(reinterpret_cast<const uint8_t*>(codes.data()), 128, out.data());
+  for (int p = 0; p < 6; ++p) EXPECT_NE(out[p], 0u) << p;
+  for (int p = 6; p < 32; ++p) EXPECT_EQ(out[p], 0u) << p;
+}
+
+TEST(Bitshuffle, PlaneOrderIsAPermutation) {
+  uint32_t seen = 0;
+  for (uint32_t p = 0; p < 32; ++p) seen |= 1u << bitshuffle::plane_at(p);
+  EXPECT_EQ(seen, 0xffffffffu);
+}
+
+TEST(ZeroBlock, AllZeroGroupCostsOneBit) {
+  const uint64_t words = 32 * 32 * 64;  // 64 full flag words of groups
+  std::vector<uint32_t> in(words, 0);
+  std::vector<uint32_t> out(zeroblock::Layout(words * 4, 1).max_encoded_bytes() / 4);
+  const uint64_t size = zeroblock::encode_cpu(reinterpret_cast<uint8_t*>(in.data()), words * 4, 1, out.data());
+  EXPECT_EQ(size, 4 * words / (32 * 32));  // one bit per group of 32 words
+}
+
+TEST(ZeroBlock, RoundTripsSparseDataForEveryBlockSize) {
+  std::mt19937 rng(11);
+  for (uint32_t bw : {1u, 2u, 4u, 8u})
+    for (uint64_t size : {1ull, 5ull, 4096ull, 10003ull}) {
+      std::vector<uint8_t> in(size, 0);
+      for (auto& b : in)
+        if (rng() % 50 == 0) b = uint8_t(rng());
+      const zeroblock::Layout L(size, bw);
+      std::vector<uint32_t> out(L.max_encoded_bytes() / 4 + 1);
+      const uint64_t encoded = zeroblock::encode_cpu(in.data(), size, bw, out.data());
+      EXPECT_LE(encoded, L.max_encoded_bytes());
+      std::vector<uint8_t> back(size, 0xAA);
+      zeroblock::decode_cpu(out.data(), encoded, bw, back.data(), size);
+      EXPECT_EQ(back, in) << "bw " << bw << " size " << size;
+    }
+}
+
+TEST(ZeroBlock, InconsistentFlagsAreCorruptData) {
+  std::vector<uint8_t> in(4096, 0);
+  in[100] = 1;
+  std::vector<uint32_t> out(zeroblock::Layout(4096, 1).max_encoded_bytes() / 4);
+  const uint64_t encoded = zeroblock::encode_cpu(in.data(), 4096, 1, out.data());
+  std::vector<uint8_t> back(4096);
+  EXPECT_THROW(zeroblock::decode_cpu(out.data(), encoded - 4, 1, back.data(), 4096), Error);  // a block missing
+  out[0] |= 1u << 7;  // flags a group whose block flags are not there
+  EXPECT_THROW(zeroblock::decode_cpu(out.data(), encoded, 1, back.data(), 4096), Error);
+}
+
+TEST(ZeroBlock, BlockWordsOutOfRangeIsAConfigError) {
+  EXPECT_THROW(make_stage("zero-block", {{"block_words", 3}}), Error);
+  EXPECT_THROW(make_stage("zero-block", {{"block_words", 0}}), Error);
+  EXPECT_THROW(make_stage("zero-block", {{"block_words", "4"}}), Error);
+  EXPECT_THROW(make_stage("zero-block", {{"blok_words", 4}}), Error);
+  EXPECT_NO_THROW(make_stage("zero-block", {{"block_words", 8}}));
+}
+
+}  // namespace
+}  // namespace fzg

@@ -1,0 +1,148 @@
+// Helpers shared by the tests: fields with known hazards, the bound check (in double, no
+// slack), and the list of round-trip cases that both backends must agree on.
+#pragma once
+#include <cmath>
+#include <cstdlib>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "pipeline/fzg.hh"
+#include "pipeline/metrics.hh"
+#include "pipeline/synth.hh"
+
+namespace fzg::testing {
+
+// Raw bytes of a field of type T.
+template <typename T>
+Buffer host_buffer(const std::vector<T>& values) {
+  Buffer b = Buffer::host(values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(b.data(), values.data(), b.size());
+  return b;
+}
+
+enum class Hazard { smooth, noise, nan_inf, denormals, spikes, constant, near_1000, steps, fill_values, zeros };
+
+inline std::string to_string(Hazard h) {
+  switch (h) {
+    case Hazard::smooth: return "smooth";
+    case Hazard::noise: return "noise";
+    case Hazard::nan_inf: return "nan_inf";
+    case Hazard::denormals: return "denormals";
+    case Hazard::spikes: return "spikes";
+    case Hazard::constant: return "constant";
+    case Hazard::near_1000: return "near_1000";
+    case Hazard::steps: return "steps";
+    case Hazard::fill_values: return "fill_values";
+    case Hazard::zeros: return "zeros";
+  }
+  return "?";
+}
+
+// A field of n values of type T with the given hazard, deterministic for the seed.
+template <typename T>
+std::vector<T> make_values(Hazard h, uint64_t n, uint64_t seed = 7) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<T> v(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    const double t = double(i);
+    double x = 280.0 + 5.0 * std::sin(t * 0.01) + 2.0 * std::cos(t * 0.037);
+    switch (h) {
+      case Hazard::smooth: break;
+      case Hazard::noise: x = unit(rng) * 100.0 - 50.0; break;
+      case Hazard::nan_inf: {
+        const double r = unit(rng);
+        if (r < 0.03) x = std::numeric_limits<double>::quiet_NaN();
+        else if (r < 0.05) x = std::numeric_limits<double>::infinity();
+        else if (r < 0.07) x = -std::numeric_limits<double>::infinity();
+        break;
+      }
+      case Hazard::denormals:
+        x = (unit(rng) - 0.5) * double(std::numeric_limits<T>::denorm_min()) * 1000.0;
+        if (i % 5 == 0) x = 1.0;
+        break;
+      case Hazard::spikes: if (i % 97 == 3) x = (i % 2 ? 1e30 : -1e30); break;
+      case Hazard::constant: x = 3.7; break;
+      case Hazard::near_1000: x = 1000.0 + (unit(rng) * 2.0 - 1.0); break;
+      case Hazard::steps: x = (i / 37) % 2 ? 1e6 : -1e6; break;
+      case Hazard::fill_values: if (unit(rng) < 0.3) x = 1e20; break;
+      case Hazard::zeros: x = (i % 3 == 0) ? -0.0 : 0.0; break;
+    }
+    v[i] = T(x);
+  }
+  return v;
+}
+
+// Points over the bound (double arithmetic, no slack); NaN must stay NaN, Inf stay equal.
+template <typename T>
+uint64_t count_violations(const T* a, const T* b, uint64_t n, double bound) {
+  uint64_t bad = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double x = double(a[i]), y = double(b[i]);
+    if (std::isnan(x)) bad += !std::isnan(y);
+    else if (std::isinf(x)) bad += !(x == y);
+    else bad += !(std::fabs(x - y) <= bound);
+  }
+  return bad;
+}
+
+struct RoundTripCase {
+  std::string name;
+  DType dtype;
+  std::vector<uint64_t> dims;
+  Hazard hazard;
+  ErrorBound bound;
+};
+
+inline std::vector<RoundTripCase> round_trip_cases() {
+  std::vector<RoundTripCase> cases;
+  const std::vector<std::vector<uint64_t>> shapes = {{1},         {7},           {1023},        {4099},     {2048 * 3 + 5},
+                                                     {7, 3},      {31, 33},      {64, 65},      {1, 9, 1},  {33, 9, 9},
+                                                     {5, 7, 11},  {32, 8, 8},    {67, 13, 17}};
+  const std::vector<Hazard> hazards = {Hazard::smooth,   Hazard::noise,     Hazard::nan_inf,     Hazard::denormals,
+                                       Hazard::spikes,   Hazard::constant,  Hazard::near_1000,   Hazard::steps,
+                                       Hazard::fill_values, Hazard::zeros};
+  const std::vector<ErrorBound> bounds = {{ErrorMode::abs, 1e-2}, {ErrorMode::rel, 1e-3}, {ErrorMode::rel, 1e-5},
+                                          {ErrorMode::psnr, 60.0}};
+  size_t k = 0;
+  for (DType t : {DType::f32, DType::f64})
+    for (const auto& shape : shapes)
+      for (Hazard h : hazards) {
+        // Every (shape, hazard) pair once, cycling through the bounds so all combinations appear.
+        const ErrorBound b = bounds[k++ % bounds.size()];
+        std::string name = to_string(t) + "_";
+        for (size_t i = 0; i < shape.size(); ++i) name += (i ? "x" : "") + std::to_string(shape[i]);
+        name += "_" + to_string(h) + "_" + fzg::to_string(b.mode) + std::to_string(int(std::log10(b.value) * 10));
+        for (auto& c : name)
+          if (c == '-' || c == '.') c = 'm';
+        cases.push_back({name, t, shape, h, b});
+      }
+  return cases;
+}
+
+// The field bytes of a case.
+inline Buffer case_field(const RoundTripCase& c) {
+  Dims d = Dims::make(c.dims);
+  return c.dtype == DType::f32 ? host_buffer(make_values<float>(c.hazard, d.count()))
+                               : host_buffer(make_values<double>(c.hazard, d.count()));
+}
+
+// ../shared/datasets beside the repository, or $FZG_DATASETS (the device machine's copy).
+inline std::string shared_datasets() {
+  const char* override_dir = std::getenv("FZG_DATASETS");
+  return override_dir ? override_dir : FZG_SHARED_DATASETS;
+}
+inline std::string source_dir() { return FZG_SOURCE_DIR; }
+
+}  // namespace fzg::testing
+
+namespace fzg::testing {
+// Readable parameter names in gtest output instead of byte dumps.
+inline void PrintTo(const RoundTripCase& c, std::ostream* os) { *os << c.name; }
+}  // namespace fzg::testing
