@@ -147,7 +147,7 @@ static void finite_range_of(const T* data, uint64_t count, double* min_out, doub
     }
   }
   if (lo > hi) lo = hi = 0;
-  *min_out = lo, *max_out = hi;
+  *min_out = lo + 0.0, *max_out = hi + 0.0;  // -0 becomes +0: every backend stores the same bits
 }
 
 void finite_range(const void* data, DType type, uint64_t count, double* min, double* max) {

@@ -42,7 +42,7 @@ void reduce_range(const T* data, uint64_t count, double* min, double* max, cudaS
   FZG_CUDA_CHECK(cudaMemcpyAsync(&r, result.data(), sizeof r, cudaMemcpyDeviceToHost, stream));
   FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (r.lo > r.hi) r.lo = r.hi = 0;
-  *min = r.lo, *max = r.hi;
+  *min = r.lo + 0.0, *max = r.hi + 0.0;  // -0 becomes +0, as on the CPU
 }
 }  // namespace
 
