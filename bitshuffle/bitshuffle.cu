@@ -1,10 +1,9 @@
-// CUDA backend of bitshuffle: one warp per 32-word tile, 32 ballots.
-// Encode: lane i holds input word i; the ballot of bit plane_at(p) is output word p, kept by
-// lane p. Decode: lane p first fetches the packed word of plane p (a shuffle undoes the plane
-// order), then the ballot of bit i over lanes is input word i, kept by lane i.
-// Bytes per value: 4 read + 4 written per word, coalesced 128-byte rows.
-#include "bitshuffle/bitshuffle.hh"
+// CUDA backend of bitshuffle: one warp per 32-word tile (bitshuffle.cuh), 32 ballots.
+// A warp loads `tiles_per_pass` tiles before it shuffles any, so several 128-byte rows are in
+// flight per warp. Bytes per value: 4 read + 4 written per word, coalesced rows.
+#include "bitshuffle/bitshuffle.cuh"
 #include "pipeline/cuda_check.cuh"
+#include "pipeline/device_words.cuh"
 #include "pipeline/launch.cuh"
 
 namespace fzg::bitshuffle {
@@ -13,43 +12,19 @@ namespace {
 
 constexpr int block_threads = 256;
 constexpr int warps_per_block = block_threads / 32;
-
-// Word `i` of the input, zero-filled past its end (the input need not be whole words).
-__device__ uint32_t load_word(const uint8_t* input, uint64_t input_bytes, uint64_t i) {
-  if (4 * i + 4 <= input_bytes) return reinterpret_cast<const uint32_t*>(input)[i];
-  uint32_t w = 0;
-  for (uint64_t b = 4 * i; b < input_bytes && b < 4 * i + 4; ++b) w |= uint32_t(input[b]) << (8 * (b - 4 * i));
-  return w;
-}
-
-__device__ void store_word(uint8_t* output, uint64_t output_bytes, uint64_t i, uint32_t w) {
-  if (4 * i + 4 <= output_bytes) {
-    reinterpret_cast<uint32_t*>(output)[i] = w;
-    return;
-  }
-  for (uint64_t b = 4 * i; b < output_bytes && b < 4 * i + 4; ++b) output[b] = uint8_t(w >> (8 * (b - 4 * i)));
-}
-
-// Which output position holds plane `plane` (the inverse of plane_at).
-__device__ uint32_t position_of(uint32_t plane) {
-  if (plane == 15) return 0;
-  if (plane == 31) return 1;
-  return plane < 16 ? 2 + 2 * plane : 3 + 2 * (plane - 16);
-}
+constexpr int tiles_per_pass = 4;
 
 __global__ void __launch_bounds__(block_threads) encode_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
                                                                uint32_t* __restrict__ output, uint64_t tiles) {
   const uint32_t lane = threadIdx.x % 32;
-  const uint64_t first = blockIdx.x * uint64_t(warps_per_block) + threadIdx.x / 32;
-  for (uint64_t t = first; t < tiles; t += uint64_t(gridDim.x) * warps_per_block) {
-    const uint32_t word = load_word(input, input_bytes, t * tile_words + lane);
-    uint32_t mine = 0;
+  for (uint64_t base = global_warp() * tiles_per_pass; base < tiles; base += warp_count() * tiles_per_pass) {
+    uint32_t words[tiles_per_pass];
 #pragma unroll
-    for (uint32_t p = 0; p < tile_words; ++p) {
-      const uint32_t packed = __ballot_sync(0xffffffffu, (word >> plane_at(p)) & 1u);
-      if (lane == p) mine = packed;
-    }
-    output[t * tile_words + lane] = mine;
+    for (int k = 0; k < tiles_per_pass; ++k)
+      words[k] = base + k < tiles ? load_word(input, input_bytes, (base + k) * tile_words + lane) : 0;
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k)
+      if (base + k < tiles) output[(base + k) * tile_words + lane] = shuffle_warp(words[k]);
   }
 }
 
@@ -57,32 +32,31 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint32_t* _
                                                                uint8_t* __restrict__ output, uint64_t output_bytes,
                                                                uint64_t tiles) {
   const uint32_t lane = threadIdx.x % 32;
-  const uint64_t first = blockIdx.x * uint64_t(warps_per_block) + threadIdx.x / 32;
-  for (uint64_t t = first; t < tiles; t += uint64_t(gridDim.x) * warps_per_block) {
-    const uint32_t plane_word = __shfl_sync(0xffffffffu, input[t * tile_words + lane], position_of(lane));
-    uint32_t mine = 0;
+  for (uint64_t base = global_warp() * tiles_per_pass; base < tiles; base += warp_count() * tiles_per_pass) {
+    uint32_t packed[tiles_per_pass];
 #pragma unroll
-    for (uint32_t i = 0; i < tile_words; ++i) {
-      const uint32_t word = __ballot_sync(0xffffffffu, (plane_word >> i) & 1u);
-      if (lane == i) mine = word;
-    }
-    store_word(output, output_bytes, t * tile_words + lane, mine);
+    for (int k = 0; k < tiles_per_pass; ++k) packed[k] = base + k < tiles ? input[(base + k) * tile_words + lane] : 0;
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k)
+      if (base + k < tiles) store_word(output, output_bytes, (base + k) * tile_words + lane, unshuffle_warp(packed[k]));
   }
 }
+
+unsigned blocks_for(uint64_t tiles) { return grid_for(tiles, uint64_t(warps_per_block) * tiles_per_pass); }
 
 }  // namespace
 
 void encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t* output, cudaStream_t stream) {
   const uint64_t tiles = shuffled_size(input_bytes) / tile_bytes;
   if (tiles == 0) return;
-  encode_kernel<<<grid_for(tiles, warps_per_block), block_threads, 0, stream>>>(input, input_bytes, output, tiles);
+  encode_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, input_bytes, output, tiles);
   FZG_CUDA_CHECK_LAUNCH();
 }
 
 void decode_cuda(const uint32_t* input, uint8_t* output, uint64_t output_bytes, cudaStream_t stream) {
   const uint64_t tiles = shuffled_size(output_bytes) / tile_bytes;
   if (tiles == 0) return;
-  decode_kernel<<<grid_for(tiles, warps_per_block), block_threads, 0, stream>>>(input, output, output_bytes, tiles);
+  decode_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, output, output_bytes, tiles);
   FZG_CUDA_CHECK_LAUNCH();
 }
 

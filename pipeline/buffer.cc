@@ -12,7 +12,8 @@ uint8_t* device_allocate(size_t size_bytes, cudaStream_t stream, void (**release
 uint8_t* pinned_allocate(size_t size_bytes);
 void pinned_release(uint8_t* p);
 void device_copy(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
-                 cudaStream_t stream);
+                 cudaStream_t stream, bool wait);
+void device_synchronize(cudaStream_t stream);
 bool device_present();
 #endif
 
@@ -77,10 +78,33 @@ void copy_bytes(void* dst, Location dst_where, const void* src, Location src_whe
     return;
   }
 #ifdef FZG_HAVE_CUDA
-  device_copy(dst, dst_where, src, src_where, size_bytes, stream);
+  device_copy(dst, dst_where, src, src_where, size_bytes, stream, true);
 #else
   (void)stream;
   fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
+#endif
+}
+
+void copy_bytes_async(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
+                      cudaStream_t stream) {
+  if (size_bytes == 0) return;
+  if (dst_where == Location::host && src_where == Location::host) {
+    std::memcpy(dst, src, size_bytes);
+    return;
+  }
+#ifdef FZG_HAVE_CUDA
+  device_copy(dst, dst_where, src, src_where, size_bytes, stream, false);
+#else
+  (void)stream;
+  fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
+#endif
+}
+
+void synchronize(cudaStream_t stream) {
+#ifdef FZG_HAVE_CUDA
+  if (cuda_available()) device_synchronize(stream);
+#else
+  (void)stream;
 #endif
 }
 

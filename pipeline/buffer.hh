@@ -43,6 +43,11 @@ class Buffer {
 // Copies between any two locations (synchronous with respect to the host on return).
 void copy_bytes(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                 cudaStream_t stream);
+// The same without waiting where the device is involved: the caller synchronizes the stream
+// before reading the destination or freeing the source.
+void copy_bytes_async(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
+                      cudaStream_t stream);
+void synchronize(cudaStream_t stream);
 Buffer to_host(const Buffer& source, cudaStream_t stream);
 Buffer to_device(const Buffer& source, cudaStream_t stream);
 

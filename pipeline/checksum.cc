@@ -7,7 +7,8 @@
 namespace fzg {
 
 #ifdef FZG_HAVE_CUDA
-uint64_t checksum_device(const uint8_t* data, size_t size_bytes, cudaStream_t stream);
+// Sums of the words' terms into device memory, without the length term (checksum.cu).
+void checksum_terms_device(const uint8_t* data, size_t size_bytes, uint64_t* sum_on_device, cudaStream_t stream);
 #endif
 
 uint64_t checksum_host(const void* data, size_t size_bytes) {
@@ -28,10 +29,24 @@ uint64_t checksum_host(const void* data, size_t size_bytes) {
   return sum + checksum_mix(uint64_t(size_bytes));
 }
 
-uint64_t checksum(const Buffer& buffer, cudaStream_t stream) {
-  if (!buffer.on_device()) return checksum_host(buffer.data(), buffer.size());
+std::vector<uint64_t> checksums(const std::vector<Buffer>& buffers, cudaStream_t stream) {
+  std::vector<uint64_t> sums(buffers.size());
+  bool any_on_device = false;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].on_device()) any_on_device = true;
+    else sums[i] = checksum_host(buffers[i].data(), buffers[i].size());
+  }
+  if (!any_on_device) return sums;
 #ifdef FZG_HAVE_CUDA
-  return checksum_device(buffer.data(), buffer.size(), stream);
+  Buffer partial = Buffer::device(buffers.size() * sizeof(uint64_t), stream);
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].on_device())
+      checksum_terms_device(buffers[i].data(), buffers[i].size(), partial.as<uint64_t>() + i, stream);
+  std::vector<uint64_t> device_sums(buffers.size());
+  copy_bytes(device_sums.data(), Location::host, partial.data(), Location::device, partial.size(), stream);
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].on_device()) sums[i] = device_sums[i] + checksum_mix(uint64_t(buffers[i].size()));
+  return sums;
 #else
   (void)stream;
   fail(ErrorCode::unsupported, "device buffer in a build without CUDA");

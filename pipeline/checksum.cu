@@ -32,20 +32,17 @@ struct WordTerm {
 };
 }  // namespace
 
-uint64_t checksum_device(const uint8_t* data, size_t size_bytes, cudaStream_t stream) {
+void checksum_terms_device(const uint8_t* data, size_t size_bytes, uint64_t* sum_on_device, cudaStream_t stream) {
   const uint64_t words = (size_bytes + 7) / 8;
-  uint64_t sum = 0;
-  if (words > 0) {
-    auto terms = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0), WordTerm{data, size_bytes});
-    Buffer result = Buffer::device(sizeof(uint64_t), stream);
-    size_t temp_bytes = 0;
-    FZG_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, terms, result.as<uint64_t>(), words, stream));
-    Buffer temp = Buffer::device(temp_bytes, stream);
-    FZG_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), temp_bytes, terms, result.as<uint64_t>(), words, stream));
-    FZG_CUDA_CHECK(cudaMemcpyAsync(&sum, result.data(), sizeof sum, cudaMemcpyDeviceToHost, stream));
-    FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (words == 0) {
+    FZG_CUDA_CHECK(cudaMemsetAsync(sum_on_device, 0, sizeof(uint64_t), stream));
+    return;
   }
-  return sum + checksum_mix(uint64_t(size_bytes));
+  auto terms = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0), WordTerm{data, size_bytes});
+  size_t temp_bytes = 0;
+  FZG_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, temp_bytes, terms, sum_on_device, words, stream));
+  Buffer temp = Buffer::device(temp_bytes, stream);
+  FZG_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), temp_bytes, terms, sum_on_device, words, stream));
 }
 
 }  // namespace fzg

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "pipeline/buffer.hh"
 
@@ -22,7 +23,8 @@ inline uint64_t checksum_mix(uint64_t z) {
 }
 
 uint64_t checksum_host(const void* data, size_t size_bytes);
-// Computes on the GPU for a device buffer, on the CPU otherwise.
-uint64_t checksum(const Buffer& buffer, cudaStream_t stream);
+// Computes on the GPU for device buffers, on the CPU otherwise; device sums are read back
+// together, in one synchronization.
+std::vector<uint64_t> checksums(const std::vector<Buffer>& buffers, cudaStream_t stream);
 
 }  // namespace fzg

@@ -63,10 +63,12 @@ uint8_t* pinned_allocate(size_t size_bytes) {
 
 void pinned_release(uint8_t* p) { cudaFreeHost(p); }
 
-void device_copy(void* dst, Location, const void* src, Location, size_t size_bytes, cudaStream_t stream) {
+void device_copy(void* dst, Location, const void* src, Location, size_t size_bytes, cudaStream_t stream, bool wait) {
   FZG_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_bytes, cudaMemcpyDefault, stream));
-  FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (wait) FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
+
+void device_synchronize(cudaStream_t stream) { FZG_CUDA_CHECK(cudaStreamSynchronize(stream)); }
 
 bool device_present() {
   int count = 0;

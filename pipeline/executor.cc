@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "pipeline/checksum.hh"
+#include "pipeline/fusion.hh"
 #include "pipeline/fzg.hh"
 #include "pipeline/timer.hh"
 
@@ -44,6 +45,15 @@ std::map<PortKey, uint64_t> port_bounds(const Graph& graph, const StageContext& 
     for (size_t p = 0; p < out.size(); ++p) bound[{int(i), spec.outputs[p].name}] = out[p];
   }
   return bound;
+}
+
+// Whether node i's only output is node i + 1's only input (a pair a backend may fuse).
+bool feeds_next(const Graph& graph, size_t i) {
+  if (i + 1 >= graph.nodes().size()) return false;
+  const auto& node = graph.nodes()[i];
+  const auto& next = graph.nodes()[i + 1];
+  return node.stage->spec().outputs.size() == 1 && next.inputs.size() == 1 && next.inputs[0].node == int(i) &&
+         next.stage->spec().outputs.size() == 1;
 }
 
 void time_step(std::vector<StageTime>* times, const std::string& name, RegionTimer& timer) {
@@ -92,16 +102,34 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
 
   std::map<PortKey, Buffer> ports;
   ports[{-1, ""}] = input;
+  c.stages.resize(graph.nodes().size());
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     const auto& node = graph.nodes()[i];
     const auto& spec = node.stage->spec();
     std::vector<Buffer> inputs;
-    StageRecord record;
+    StageRecord& record = c.stages[i];
     for (const auto& ref : node.inputs) {
       auto it = ports.find(key_of(ref));
       inputs.push_back(it->second);
       record.input_sizes.push_back(it->second.size());
       ports.erase(it);  // consumed exactly once: free it as soon as the stage is done
+    }
+    const Fusion* fusion = feeds_next(graph, i) ? find_fusion(node, graph.nodes()[i + 1], ctx.device) : nullptr;
+    if (fusion) {
+      // Two stages in one: record both as if run in turn, skip the second.
+      timer.start();
+      Buffer fused = fusion->encode(ctx, inputs[0]);
+      time_step(options.stage_times, node.id + "+" + graph.nodes()[i + 1].id + " encode", timer);
+      const auto& next = graph.nodes()[i + 1];
+      StageRecord& next_record = c.stages[i + 1];
+      next_record.input_sizes = {fusion->intermediate_size(inputs[0].size())};
+      if (next.stage->spec().stores_raw_when_larger && fused.size() >= next_record.input_sizes[0]) {
+        fused = node.stage->encode(ctx, inputs).at(0);  // the intermediate itself is stored
+        next_record.raw = true;
+      }
+      ports[{int(i + 1), next.stage->spec().outputs[0].name}] = fused;
+      ++i;
+      continue;
     }
     timer.start();
     std::vector<Buffer> outputs = node.stage->encode(ctx, inputs);
@@ -111,24 +139,23 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
       record.raw = true;
     }
     for (size_t p = 0; p < outputs.size(); ++p) ports[{int(i), spec.outputs[p].name}] = outputs[p];
-    c.stages.push_back(record);
   }
 
   timer.start();
   std::vector<Buffer> streams;
-  for (const auto& ref : graph.stored()) {
-    streams.push_back(ports.at(key_of(ref)));
-    c.streams.push_back({streams.back().size(), checksum(streams.back(), ctx.stream)});
-  }
+  for (const auto& ref : graph.stored()) streams.push_back(ports.at(key_of(ref)));
+  const std::vector<uint64_t> sums = checksums(streams, ctx.stream);
+  for (size_t s = 0; s < streams.size(); ++s) c.streams.push_back({streams[s].size(), sums[s]});
   const std::vector<uint8_t> metadata = write_metadata(c);
   Buffer file = options.output == Location::device ? Buffer::device(c.total_bytes, ctx.stream) : Buffer::host(c.total_bytes);
-  copy_bytes(file.data(), file.location(), metadata.data(), Location::host, metadata.size(), ctx.stream);
   static const uint8_t zeros[8] = {};
+  copy_bytes_async(file.data(), file.location(), metadata.data(), Location::host, metadata.size(), ctx.stream);
   for (size_t s = 0; s < streams.size(); ++s) {
     const uint64_t at = c.stream_offsets[s], size = streams[s].size();
-    copy_bytes(file.data() + at, file.location(), streams[s].data(), streams[s].location(), size, ctx.stream);
-    copy_bytes(file.data() + at + size, file.location(), zeros, Location::host, padded8(size) - size, ctx.stream);
+    copy_bytes_async(file.data() + at, file.location(), streams[s].data(), streams[s].location(), size, ctx.stream);
+    copy_bytes_async(file.data() + at + size, file.location(), zeros, Location::host, padded8(size) - size, ctx.stream);
   }
+  synchronize(ctx.stream);  // `metadata` and the streams are freed on return
   time_step(options.stage_times, "container", timer);
   return file;
 }
@@ -174,13 +201,16 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
 
   timer.start();
   std::map<PortKey, Buffer> ports;
-  for (size_t s = 0; s < c.streams.size(); ++s) {
-    Buffer view = Buffer::view(const_cast<uint8_t*>(source.data()) + c.stream_offsets[s], c.streams[s].size,
-                               source.location());
-    require_data(checksum(view, ctx.stream) == c.streams[s].checksum, "stream checksum mismatch");
+  std::vector<Buffer> views;
+  for (size_t s = 0; s < c.streams.size(); ++s)
+    views.push_back(Buffer::view(const_cast<uint8_t*>(source.data()) + c.stream_offsets[s], c.streams[s].size,
+                                 source.location()));
+  const std::vector<uint64_t> sums = checksums(views, ctx.stream);
+  for (size_t s = 0; s < views.size(); ++s) {
+    require_data(sums[s] == c.streams[s].checksum, "stream checksum mismatch");
     const PortKey key = key_of(graph.stored()[s]);
-    require_data(view.size() <= bounds.at(key), "stream larger than its bound");
-    ports[key] = move_to(view, location_of(ctx.device), ctx.stream);
+    require_data(views[s].size() <= bounds.at(key), "stream larger than its bound");
+    ports[key] = move_to(views[s], location_of(ctx.device), ctx.stream);
   }
   time_step(options.stage_times, "verify", timer);
 
@@ -197,9 +227,23 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
       outputs.push_back(it->second);
       ports.erase(it);
     }
+    if (record.raw) require_data(spec.stores_raw_when_larger, "raw flag on a stage that never stores raw");
+    const GraphNode* previous = i > 0 && feeds_next(graph, i - 1) ? &graph.nodes()[i - 1] : nullptr;
+    const Fusion* fusion = previous && !record.raw ? find_fusion(*previous, node, ctx.device) : nullptr;
+    if (fusion) {
+      const StageRecord& previous_record = c.stages[i - 1];
+      require_data(previous_record.input_sizes.size() == 1 &&
+                       previous_record.input_sizes[0] <= bounds.at(key_of(previous->inputs[0])) &&
+                       fusion->intermediate_size(previous_record.input_sizes[0]) == record.input_sizes[0],
+                   "fused stage sizes");
+      timer.start();
+      ports[key_of(previous->inputs[0])] = fusion->decode(ctx, outputs[0], previous_record.input_sizes[0]);
+      time_step(options.stage_times, previous->id + "+" + node.id + " decode", timer);
+      --i;
+      continue;
+    }
     std::vector<Buffer> inputs;
     if (record.raw) {
-      require_data(spec.stores_raw_when_larger, "raw flag on a stage that never stores raw");
       inputs = outputs;
     } else {
       timer.start();

@@ -3,7 +3,9 @@
 #include <map>
 
 #include "bitshuffle/bitshuffle.hh"
+#include "lossless/zeroblock/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock.hh"
+#include "pipeline/fusion.hh"
 #include "pipeline/error.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 
@@ -29,6 +31,17 @@ std::unique_ptr<Stage> make_stage(const std::string& type, const nlohmann::json&
   }
   if (!params.is_object()) fail(ErrorCode::invalid_config, "stage '" + type + "': \"params\" must be an object");
   return it->second(params);
+}
+
+const Fusion* find_fusion(const GraphNode& first, const GraphNode& second, Device device) {
+  static const std::vector<std::unique_ptr<Fusion>> table = [] {
+    std::vector<std::unique_ptr<Fusion>> t;
+    t.push_back(make_shuffle_pack_fusion());
+    return t;
+  }();
+  for (const auto& fusion : table)
+    if (fusion->matches(first, second, device)) return fusion.get();
+  return nullptr;
 }
 
 std::vector<std::string> stage_types() {

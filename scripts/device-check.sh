@@ -2,11 +2,13 @@
 # The device machine's whole check, in one call: configure for sm_90, build, run every test
 # with the GPU present, benchmark synthetic and real fields, and print a short table last.
 #   bash scripts/device-check.sh            (datasets from $FZG_DATASETS or .device-data/)
-# Logs and JSON go to $OUT when set (the device tool brings them back), else build-device/out.
+# Logs and JSON go to build-device/out; with $OUT set (the device tool brings it back) they are
+# also packed there as logs.tgz, beside summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${OUT:-$root/build-device/out}
+out=$root/build-device/out
+rm -rf "$out"
 mkdir -p "$out"
 export FZG_DATASETS=${FZG_DATASETS:-$root/.device-data}
 jobs=$(nproc)
@@ -41,8 +43,8 @@ for spec in airtemp-a1b_49x37x240:49x37x240 theta-hybrid_100x100x15:100x100x15 u
 done
 
 echo
-echo "== fzg device check: tests exit $tests_rc, $skipped skipped =="
-python3 - "$out" <<'PY'
+echo "== fzg device check: tests exit $tests_rc, $skipped skipped ==" | tee "$out/summary.txt"
+python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import glob, json, os, sys
 out = sys.argv[1]
 rows = []
@@ -59,4 +61,8 @@ for name, r in rows:
           f" {100*r['kernel_compress_gbps']/r['copy_gbps']:>5.1f}/{100*r['kernel_decompress_gbps']/r['copy_gbps']:<5.1f}"
           f" {r['end_to_end_compress_gbps']:>6.1f}/{r['end_to_end_decompress_gbps']:<7.1f} {r['peak_device_bytes_compress']/1e6:>8.1f}")
 PY
+if [ -n "${OUT:-}" ]; then
+  tar czf "$OUT/logs.tgz" -C "$out" .
+  cp "$out/summary.txt" "$OUT/"
+fi
 exit $tests_rc

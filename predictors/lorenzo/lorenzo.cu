@@ -17,6 +17,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include "pipeline/cuda_check.cuh"
@@ -33,6 +34,10 @@ constexpr int block_threads = 256;
 
 struct Grid {
   uint64_t nx, ny, nz, tiles_x, tiles_y, tile_count;
+};
+
+struct CountPair {
+  uint64_t escapes, exacts;
 };
 
 Grid device_grid(const TileGrid& g) { return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count()}; }
@@ -69,6 +74,7 @@ template <typename T, int TX, int TY, int TZ>
 __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, double step, double eb,
                               int32_t* q) {
   uint32_t exacts = 0;
+#pragma unroll
   for (uint32_t l = threadIdx.x; l < TX * TY * TZ; l += block_threads) {
     uint32_t lx, ly, lz;
     split<TX, TY>(l, lx, ly, lz);
@@ -105,6 +111,7 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
     const uint32_t exacts = load_tile(field, g, p, step, eb, q);
     __syncthreads();
     uint32_t escapes = 0;
+#pragma unroll
     for (uint32_t l = threadIdx.x; l < TX * TY * TZ; l += block_threads) {
       uint32_t lx, ly, lz;
       split<TX, TY>(l, lx, ly, lz);
@@ -134,8 +141,7 @@ struct OutlierTargets {
 template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     const T* __restrict__ field, Grid g, double step, double eb, const uint32_t* __restrict__ escape_counts,
-    const uint32_t* __restrict__ exact_counts, const uint64_t* __restrict__ escape_offsets,
-    const uint64_t* __restrict__ exact_offsets, OutlierTargets<T> out) {
+    const uint32_t* __restrict__ exact_counts, const CountPair* __restrict__ offsets, OutlierTargets<T> out) {
   __shared__ int32_t q[TX * TY * TZ];
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
@@ -144,7 +150,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     const TilePlace<TX, TY, TZ> p(g, tile);
     load_tile(field, g, p, step, eb, q);
     __syncthreads();
-    uint64_t next_escape = escape_offsets[tile], next_exact = exact_offsets[tile];
+    uint64_t next_escape = offsets[tile].escapes, next_exact = offsets[tile].exacts;
     for (uint32_t base = 0; base < TX * TY * TZ; base += block_threads) {
       const uint32_t l = base + threadIdx.x;
       uint32_t lx, ly, lz;
@@ -196,7 +202,16 @@ struct OutlierSource {
   const uint64_t* exact_keys;
   const uint8_t* exact_values;
   uint64_t exacts;
+  const uint64_t* escape_start;  // [tiles + 1]: tile t's escapes are [escape_start[t], escape_start[t + 1])
+  const uint64_t* exact_start;
 };
+
+// One thread per tile boundary: where each tile's run of sorted keys starts.
+__global__ void tile_starts_kernel(const uint64_t* keys, uint64_t count, uint64_t tiles, uint64_t volume,
+                                   uint64_t* starts) {
+  for (uint64_t t = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; t <= tiles; t += uint64_t(gridDim.x) * blockDim.x)
+    starts[t] = lower_bound(keys, count, t * volume);
+}
 
 // Inclusive prefix sums of the tile in shared memory, along x, then y, then z.
 template <int TX, int TY, int TZ>
@@ -255,14 +270,12 @@ template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes, OutlierSource o,
                                                                Grid g, double step, T* __restrict__ field) {
   __shared__ int32_t q[TX * TY * TZ];
-  __shared__ uint64_t range[4];
   constexpr uint32_t volume = TX * TY * TZ;
   for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
-    if (threadIdx.x == 0) range[0] = lower_bound(o.escape_keys, o.escapes, p.key0);
-    if (threadIdx.x == 32) range[1] = lower_bound(o.escape_keys, o.escapes, p.key0 + volume);
-    if (threadIdx.x == 64) range[2] = lower_bound(o.exact_keys, o.exacts, p.key0);
-    if (threadIdx.x == 96) range[3] = lower_bound(o.exact_keys, o.exacts, p.key0 + volume);
+    const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
+    const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
+#pragma unroll
     for (uint32_t l = threadIdx.x; l < volume; l += block_threads) {
       uint32_t lx, ly, lz;
       split<TX, TY>(l, lx, ly, lz);
@@ -270,17 +283,18 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     }
     __syncthreads();
     // Keys were validated (sorted, inside the field) before launch.
-    for (uint64_t i = range[0] + threadIdx.x; i < range[1]; i += block_threads)
+    for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
       q[o.escape_keys[i] - p.key0] = o.escape_deltas[i];
     __syncthreads();
     prefix_sums<TX, TY, TZ>(q);
+#pragma unroll
     for (uint32_t l = threadIdx.x; l < volume; l += block_threads) {
       uint32_t lx, ly, lz;
       split<TX, TY>(l, lx, ly, lz);
       if (p.inside(lx, ly, lz)) field[p.global(g, lx, ly, lz)] = reconstruct<T>(q[l], step);
     }
     __syncthreads();  // orders the exact values after the reconstructions they replace
-    for (uint64_t i = range[2] + threadIdx.x; i < range[3]; i += block_threads) {
+    for (uint64_t i = exact_begin + threadIdx.x; i < exact_end; i += block_threads) {
       uint32_t lx, ly, lz;
       split<TX, TY>(uint32_t(o.exact_keys[i] - p.key0), lx, ly, lz);
       field[p.global(g, lx, ly, lz)] = reinterpret_cast<const T*>(o.exact_values)[i];
@@ -306,18 +320,38 @@ __global__ void validate_keys_kernel(const uint64_t* keys, uint64_t count, Grid 
   }
 }
 
-struct Widen64 {
-  __device__ uint64_t operator()(uint32_t v) const { return v; }
+struct TileCounts {
+  const uint32_t* escape_counts;
+  const uint32_t* exact_counts;
+  uint64_t tiles;
+  __device__ CountPair operator()(uint64_t t) const {
+    return t < tiles ? CountPair{escape_counts[t], exact_counts[t]} : CountPair{0, 0};
+  }
 };
 
-// Exclusive scan of per-tile counts into 64-bit offsets; returns the total.
-uint64_t scan_counts(const uint32_t* counts, uint64_t* offsets, uint64_t tiles, cudaStream_t stream) {
-  auto wide = thrust::make_transform_iterator(counts, Widen64{});
+struct AddPairs {
+  __device__ CountPair operator()(const CountPair& a, const CountPair& b) const {
+    return {a.escapes + b.escapes, a.exacts + b.exacts};
+  }
+};
+
+// Exclusive scan of the per-tile counts into 64-bit offsets[0, tiles]; offsets[tiles] is the total.
+CountPair scan_counts(const uint32_t* escape_counts, const uint32_t* exact_counts, CountPair* offsets, uint64_t tiles,
+                      cudaStream_t stream) {
+  auto terms = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0),
+                                               TileCounts{escape_counts, exact_counts, tiles});
   size_t temp_bytes = 0;
-  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, wide, offsets, tiles, stream));
+  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, temp_bytes, terms, offsets, AddPairs{}, CountPair{0, 0},
+                                                tiles + 1, stream));
   Buffer temp = Buffer::device(temp_bytes, stream);
-  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, wide, offsets, tiles, stream));
-  return read_back(offsets + tiles - 1, stream) + read_back(counts + tiles - 1, stream);
+  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp.data(), temp_bytes, terms, offsets, AddPairs{}, CountPair{0, 0},
+                                                tiles + 1, stream));
+  return read_back(offsets + tiles, stream);
+}
+
+__global__ void write_counts_kernel(uint64_t* stream, uint64_t escapes, uint64_t exacts) {
+  stream[0] = escapes;
+  stream[1] = exacts;
 }
 
 template <typename T, int TX, int TY, int TZ>
@@ -332,13 +366,12 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
   encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, quant.step, quant.error_bound, codes,
                                                                       escape_counts, exact_counts);
   FZG_CUDA_CHECK_LAUNCH();
-  Buffer offsets = Buffer::device(2 * tiles * sizeof(uint64_t), stream);
-  OutlierCounts total;
-  total.escapes = scan_counts(escape_counts, offsets.as<uint64_t>(), tiles, stream);
-  total.exacts = scan_counts(exact_counts, offsets.as<uint64_t>() + tiles, tiles, stream);
+  Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream);
+  const CountPair sums = scan_counts(escape_counts, exact_counts, offsets.as<CountPair>(), tiles, stream);
+  const OutlierCounts total{sums.escapes, sums.exacts};
 
   Buffer stream_buffer = Buffer::device(outlier_stream_size(total, dtype_of<T>()), stream);
-  copy_bytes(stream_buffer.data(), Location::device, &total, Location::host, 16, stream);
+  write_counts_kernel<<<1, 1, 0, stream>>>(stream_buffer.as<uint64_t>(), total.escapes, total.exacts);
   if (total.escapes + total.exacts > 0) {
     uint8_t* base = stream_buffer.data() + 16;
     OutlierTargets<T> out;
@@ -347,8 +380,7 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
     place_outliers_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(
-        field, g, quant.step, quant.error_bound, escape_counts, exact_counts, offsets.as<uint64_t>(),
-        offsets.as<uint64_t>() + tiles, out);
+        field, g, quant.step, quant.error_bound, escape_counts, exact_counts, offsets.as<CountPair>(), out);
     FZG_CUDA_CHECK_LAUNCH();
   }
   return stream_buffer;
@@ -361,20 +393,31 @@ void decode_shaped(const uint16_t* codes, const uint8_t* outliers, uint64_t outl
   OutlierCounts counts;
   copy_bytes(&counts, Location::host, outliers, Location::device, 16, stream);
   const OutlierView view = outlier_layout(counts, outliers, outliers_size, dtype_of<T>());
-  const OutlierSource o{view.escape_keys, view.escape_deltas, counts.escapes,
-                        view.exact_keys,  view.exact_values,  counts.exacts};
+  OutlierSource o{view.escape_keys, view.escape_deltas, counts.escapes, view.exact_keys, view.exact_values,
+                  counts.exacts, nullptr, nullptr};
   const Grid g = device_grid(grid);
+  const uint64_t tiles = grid.tile_count();
+  Buffer starts;
   if (counts.escapes + counts.exacts > 0) {
-    Buffer bad = Buffer::device(sizeof(int), stream);
-    FZG_CUDA_CHECK(cudaMemsetAsync(bad.data(), 0, sizeof(int), stream));
+    starts = Buffer::device(2 * (tiles + 1) * sizeof(uint64_t) + sizeof(int), stream);
+    int* bad = reinterpret_cast<int*>(starts.as<uint64_t>() + 2 * (tiles + 1));
+    FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream));
     if (counts.escapes)
       validate_keys_kernel<TX, TY, TZ><<<grid_for(counts.escapes, 256), 256, 0, stream>>>(o.escape_keys, counts.escapes,
-                                                                                          g, bad.as<int>());
+                                                                                          g, bad);
     if (counts.exacts)
       validate_keys_kernel<TX, TY, TZ><<<grid_for(counts.exacts, 256), 256, 0, stream>>>(o.exact_keys, counts.exacts, g,
-                                                                                         bad.as<int>());
+                                                                                         bad);
     FZG_CUDA_CHECK_LAUNCH();
-    require_data(read_back(bad.as<int>(), stream) == 0, "outlier keys");
+    require_data(read_back(bad, stream) == 0, "outlier keys");
+    o.escape_start = starts.as<uint64_t>();
+    o.exact_start = o.escape_start + tiles + 1;
+    const uint64_t volume = TX * TY * TZ;
+    tile_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(o.escape_keys, counts.escapes, tiles, volume,
+                                                                     starts.as<uint64_t>());
+    tile_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(o.exact_keys, counts.exacts, tiles, volume,
+                                                                     starts.as<uint64_t>() + tiles + 1);
+    FZG_CUDA_CHECK_LAUNCH();
   }
   decode_kernel<T, TX, TY, TZ><<<grid_for(grid.tile_count(), 1, 8), block_threads, 0, stream>>>(codes, o, g, quant.step,
                                                                                                 field);

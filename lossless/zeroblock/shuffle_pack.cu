@@ -1,0 +1,113 @@
+// Fused bitshuffle + zero-block (block_words 1) on the GPU.
+// Work decomposition: one warp per 32-word tile = one zero-block group, `tiles_per_pass`
+// tiles loaded before any is shuffled. Encode reads the input twice (flags, then the
+// non-zero tiles again to place them) and writes only the encoded stream: 2 x 4 bytes read
+// per word instead of bitshuffle's 4 + 4 and zero-block's 4 + 4. Decode reads the stream
+// and writes each word once.
+#include "bitshuffle/bitshuffle.cuh"
+#include "lossless/zeroblock/shuffle_pack.hh"
+#include "lossless/zeroblock/zeroblock_plan.cuh"
+#include "pipeline/cuda_check.cuh"
+#include "pipeline/device_words.cuh"
+#include "pipeline/error.hh"
+#include "pipeline/launch.cuh"
+
+namespace fzg::shuffle_pack {
+
+namespace {
+
+constexpr int block_threads = 256;
+constexpr int warps_per_block = block_threads / 32;
+constexpr int tiles_per_pass = 4;
+using bitshuffle::tile_words;
+
+__global__ void __launch_bounds__(block_threads) flags_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
+                                                              uint64_t tiles, uint32_t* __restrict__ flags) {
+  const uint32_t lane = threadIdx.x % 32;
+  for (uint64_t base = global_warp() * tiles_per_pass; base < tiles; base += warp_count() * tiles_per_pass) {
+    uint32_t words[tiles_per_pass];
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k)
+      words[k] = base + k < tiles ? load_word(input, input_bytes, (base + k) * tile_words + lane) : 0;
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k) {
+      if (base + k >= tiles) break;
+      const uint32_t nonzero = __ballot_sync(0xffffffffu, bitshuffle::shuffle_warp(words[k]) != 0);
+      if (lane == 0) flags[base + k] = nonzero;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(block_threads) place_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
+                                                              uint64_t tiles, const uint32_t* __restrict__ flags,
+                                                              const zeroblock::GroupOffset* __restrict__ offsets,
+                                                              uint32_t* __restrict__ block_flags,
+                                                              uint32_t* __restrict__ blocks) {
+  const uint32_t lane = threadIdx.x % 32;
+  for (uint64_t base = global_warp() * tiles_per_pass; base < tiles; base += warp_count() * tiles_per_pass) {
+    uint32_t group[tiles_per_pass], words[tiles_per_pass];
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k) group[k] = base + k < tiles ? flags[base + k] : 0;
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k)
+      words[k] = group[k] ? load_word(input, input_bytes, (base + k) * tile_words + lane) : 0;
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k) {
+      if (!group[k]) continue;  // uniform across the warp
+      const uint32_t word = bitshuffle::shuffle_warp(words[k]);
+      const zeroblock::GroupOffset at = offsets[base + k];
+      if (lane == 0) block_flags[at.flag] = group[k];
+      if (word) blocks[at.block + __popc(group[k] & ((1u << lane) - 1u))] = word;
+    }
+  }
+}
+
+__global__ void __launch_bounds__(block_threads) expand_kernel(zeroblock::StreamView v, uint64_t tiles,
+                                                               uint8_t* __restrict__ output, uint64_t output_bytes) {
+  const uint32_t lane = threadIdx.x % 32;
+  for (uint64_t base = global_warp() * tiles_per_pass; base < tiles; base += warp_count() * tiles_per_pass) {
+    uint32_t packed[tiles_per_pass];
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k) {
+      const uint32_t group = base + k < tiles ? v.flags_of(base + k) : 0;
+      packed[k] = (group >> lane & 1u) ? v.blocks[v.first_block(base + k) + __popc(group & ((1u << lane) - 1u))] : 0;
+    }
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k)
+      if (base + k < tiles)
+        store_word(output, output_bytes, (base + k) * tile_words + lane, bitshuffle::unshuffle_warp(packed[k]));
+  }
+}
+
+unsigned blocks_for(uint64_t tiles) { return grid_for(tiles, uint64_t(warps_per_block) * tiles_per_pass); }
+
+}  // namespace
+
+uint64_t encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t* output, cudaStream_t stream) {
+  const zeroblock::Layout L(bitshuffle::shuffled_size(input_bytes), 1);
+  const uint64_t tiles = L.groups;
+  if (tiles == 0) return 0;
+  Buffer scratch = Buffer::device((tiles + 1) * sizeof(zeroblock::GroupOffset) + tiles * sizeof(uint32_t), stream);
+  auto* offsets = scratch.as<zeroblock::GroupOffset>();
+  auto* flags = reinterpret_cast<uint32_t*>(offsets + tiles + 1);
+  flags_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags);
+  FZG_CUDA_CHECK_LAUNCH();
+  const zeroblock::GroupOffset total = zeroblock::plan_encode(flags, tiles, offsets, stream);
+  uint32_t* block_flags = output + L.group_flag_words;
+  place_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags, offsets, block_flags,
+                                                                block_flags + total.flag);
+  FZG_CUDA_CHECK_LAUNCH();
+  zeroblock::write_group_bits(flags, tiles, output, stream);
+  return 4 * (L.group_flag_words + total.flag + total.block);
+}
+
+void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
+                 cudaStream_t stream) {
+  const zeroblock::Layout L(bitshuffle::shuffled_size(output_bytes), 1);
+  if (L.groups == 0) return require_data(input_bytes == 0, "zero-block stream size");
+  const zeroblock::DecodePlan plan = zeroblock::plan_decode(input, input_bytes, L, stream);
+  expand_kernel<<<blocks_for(L.groups), block_threads, 0, stream>>>(plan.view, L.groups, output, output_bytes);
+  FZG_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fzg::shuffle_pack
