@@ -26,11 +26,11 @@ TEST(Quantizer, SignMagnitudeCodesRoundTripAndEscapeBeyond15Bits) {
 
 TEST(Quantizer, NanInfAndHugeValuesAreExact) {
   int32_t q = 99;
-  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<float>::quiet_NaN(), 0.1, 0.05, &q));
+  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<float>::quiet_NaN(), 10.0, 0.1, 0.05, &q));
   EXPECT_EQ(q, 0);
-  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<double>::infinity(), 0.1, 0.05, &q));
-  EXPECT_TRUE(lorenzo::prequantize(1e30f, 0.1, 0.05, &q));
-  EXPECT_FALSE(lorenzo::prequantize(1.0f, 0.1, 0.05, &q));
+  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<double>::infinity(), 10.0, 0.1, 0.05, &q));
+  EXPECT_TRUE(lorenzo::prequantize(1e30f, 10.0, 0.1, 0.05, &q));
+  EXPECT_FALSE(lorenzo::prequantize(1.0f, 10.0, 0.1, 0.05, &q));
   EXPECT_EQ(q, 10);
 }
 
@@ -41,7 +41,7 @@ TEST(Quantizer, RoundingFailureIsCaughtWhereTheStepIsTooCoarseForTheType) {
   for (int i = 0; i < 1000; ++i) {
     const float v = 1000.0f + float(i) * 0.0173f;
     int32_t q;
-    const bool exact = lorenzo::prequantize(v, 2e-4, 1e-4, &q);
+    const bool exact = lorenzo::prequantize(v, 1.0 / 2e-4, 2e-4, 1e-4, &q);
     if (!exact) {
       EXPECT_LE(std::fabs(double(v) - double(lorenzo::reconstruct<float>(q, 2e-4))), 1e-4);
     }

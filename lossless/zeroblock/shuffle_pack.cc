@@ -24,10 +24,7 @@ class ShufflePack final : public Fusion {
 
   Buffer encode(const StageContext& ctx, const Buffer& input) const override {
 #ifdef FZG_HAVE_CUDA
-    const zeroblock::Layout layout(intermediate_size(input.size()), 1);
-    Buffer out = Buffer::device(layout.max_encoded_bytes(), ctx.stream);
-    out.shrink(shuffle_pack::encode_cuda(input.data(), input.size(), out.as<uint32_t>(), ctx.stream));
-    return out;
+    return shuffle_pack::encode_cuda(input.data(), input.size(), ctx.stream);
 #else
     (void)ctx, (void)input;
     fail(ErrorCode::unsupported, "fused shuffle-pack needs CUDA");

@@ -83,22 +83,23 @@ unsigned blocks_for(uint64_t tiles) { return grid_for(tiles, uint64_t(warps_per_
 
 }  // namespace
 
-uint64_t encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t* output, cudaStream_t stream) {
+Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
   const zeroblock::Layout L(bitshuffle::shuffled_size(input_bytes), 1);
   const uint64_t tiles = L.groups;
-  if (tiles == 0) return 0;
+  if (tiles == 0) return Buffer::device(0, stream);
   Buffer scratch = Buffer::device((tiles + 1) * sizeof(zeroblock::GroupOffset) + tiles * sizeof(uint32_t), stream);
   auto* offsets = scratch.as<zeroblock::GroupOffset>();
   auto* flags = reinterpret_cast<uint32_t*>(offsets + tiles + 1);
   flags_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags);
   FZG_CUDA_CHECK_LAUNCH();
   const zeroblock::GroupOffset total = zeroblock::plan_encode(flags, tiles, offsets, stream);
-  uint32_t* block_flags = output + L.group_flag_words;
+  Buffer out = Buffer::device(4 * (L.group_flag_words + total.flag + total.block), stream);
+  uint32_t* block_flags = out.as<uint32_t>() + L.group_flag_words;
   place_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags, offsets, block_flags,
                                                                 block_flags + total.flag);
   FZG_CUDA_CHECK_LAUNCH();
-  zeroblock::write_group_bits(flags, tiles, output, stream);
-  return 4 * (L.group_flag_words + total.flag + total.block);
+  zeroblock::write_group_bits(flags, tiles, out.as<uint32_t>(), stream);
+  return out;
 }
 
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,

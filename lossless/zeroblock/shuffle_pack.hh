@@ -12,8 +12,8 @@ std::unique_ptr<Fusion> make_shuffle_pack_fusion();
 
 namespace shuffle_pack {
 #ifdef FZG_HAVE_CUDA
-// Returns the encoded size; `output` holds zeroblock::Layout(shuffled size, 1).max_encoded_bytes().
-uint64_t encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t* output, cudaStream_t stream);
+// The encoded stream, sized exactly once the placement is known.
+Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stream);
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
                  cudaStream_t stream);
 #endif

@@ -32,9 +32,7 @@ class ZeroBlockStage final : public Stage {
     const uint64_t bound = zeroblock::Layout(in.size(), block_words_).max_encoded_bytes();
     if (ctx.device == Device::cuda) {
 #ifdef FZG_HAVE_CUDA
-      Buffer out = Buffer::device(bound, ctx.stream);
-      out.shrink(zeroblock::encode_cuda(in.data(), in.size(), block_words_, out.as<uint32_t>(), ctx.stream));
-      return {out};
+      return {zeroblock::encode_cuda(in.data(), in.size(), block_words_, ctx.stream)};
 #endif
     }
     Buffer out = Buffer::host(bound);

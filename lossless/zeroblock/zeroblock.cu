@@ -182,10 +182,9 @@ DecodePlan plan_decode(const uint32_t* input, uint64_t input_bytes, const Layout
   return plan;
 }
 
-uint64_t encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, uint32_t* output,
-                     cudaStream_t stream) {
+Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, cudaStream_t stream) {
   const Layout L(input_bytes, block_words);
-  if (L.groups == 0) return 0;
+  if (L.groups == 0) return Buffer::device(0, stream);
   const Shape s = shape_of(L, input_bytes);
   Buffer scratch = Buffer::device((L.groups + 1) * sizeof(GroupOffset) + L.groups * sizeof(uint32_t), stream);
   GroupOffset* offsets = scratch.as<GroupOffset>();
@@ -193,12 +192,13 @@ uint64_t encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_
   group_flags_kernel<<<warps_grid(L.groups), block_threads, 0, stream>>>(input, s, flags);
   FZG_CUDA_CHECK_LAUNCH();
   const GroupOffset total = plan_encode(flags, L.groups, offsets, stream);
-  uint32_t* block_flags = output + L.group_flag_words;
+  Buffer out = Buffer::device(4 * (L.group_flag_words + total.flag + total.block * block_words), stream);
+  uint32_t* block_flags = out.as<uint32_t>() + L.group_flag_words;
   place_kernel<<<warps_grid(L.groups), block_threads, 0, stream>>>(input, s, flags, offsets, block_flags,
                                                                    block_flags + total.flag);
   FZG_CUDA_CHECK_LAUNCH();
-  write_group_bits(flags, L.groups, output, stream);
-  return 4 * (L.group_flag_words + total.flag + total.block * block_words);
+  write_group_bits(flags, L.groups, out.as<uint32_t>(), stream);
+  return out;
 }
 
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,

@@ -39,8 +39,8 @@ uint64_t encode_cpu(const uint8_t* input, uint64_t input_bytes, uint32_t block_w
 void decode_cpu(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,
                 uint64_t output_bytes);
 #ifdef FZG_HAVE_CUDA
-uint64_t encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, uint32_t* output,
-                     cudaStream_t stream);
+// Sizes the output exactly once the placement is known (no worst-case buffer on the device).
+Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, cudaStream_t stream);
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,
                  uint64_t output_bytes, cudaStream_t stream);
 #endif

@@ -69,18 +69,47 @@ __device__ void split(uint32_t l, uint32_t& lx, uint32_t& ly, uint32_t& lz) {
   lz = l / (TX * TY);
 }
 
+// The points one thread owns in a tile: l = threadIdx.x + block_threads * k. A step of k is a
+// fixed step in the field (256 along x in 1D, 8 rows in 2D, one plane in 3D), so indices are
+// additions, not 64-bit products per point.
+template <int TX, int TY, int TZ>
+struct Strip {
+  static constexpr int per_thread = TX * TY * TZ / block_threads;
+  static_assert(TY == 1 || block_threads % TX == 0, "rows of a 2D/3D tile split evenly over the block");
+  static_assert(TZ == 1 || TX * TY == block_threads, "a 3D tile's plane is one block of threads");
+  uint32_t lx, ly, lz;
+  uint64_t global0, global_step;
+
+  __device__ Strip(const Grid& g, const TilePlace<TX, TY, TZ>& p) {
+    split<TX, TY>(threadIdx.x, lx, ly, lz);
+    global0 = p.global(g, lx, ly, lz);
+    if constexpr (TY == 1) global_step = block_threads;
+    else if constexpr (TZ == 1) global_step = uint64_t(block_threads / TX) * g.nx;
+    else global_step = g.nx * g.ny;
+  }
+  // Coordinates of point k inside the tile.
+  __device__ uint32_t x(int k) const { return TY == 1 ? lx + block_threads * k : lx; }
+  __device__ uint32_t y(int k) const { return (TY > 1 && TZ == 1) ? ly + (block_threads / TX) * k : ly; }
+  __device__ uint32_t z(int k) const { return TZ > 1 ? lz + k : lz; }
+  __device__ uint32_t local(int k) const { return threadIdx.x + block_threads * k; }
+  __device__ uint64_t global(int k) const { return global0 + k * global_step; }
+  __device__ bool inside(const TilePlace<TX, TY, TZ>& p, int k) const { return p.inside(x(k), y(k), z(k)); }
+};
+
 // Pre-quantizes the tile into shared memory; returns how many of this thread's points are exact.
 template <typename T, int TX, int TY, int TZ>
-__device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, double step, double eb,
-                              int32_t* q) {
+__device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, double inverse_step,
+                              double step, double eb, int32_t* q) {
+  const Strip<TX, TY, TZ> strip(g, p);
+  T values[Strip<TX, TY, TZ>::per_thread];
+#pragma unroll
+  for (int k = 0; k < strip.per_thread; ++k) values[k] = strip.inside(p, k) ? field[strip.global(k)] : T(0);
   uint32_t exacts = 0;
 #pragma unroll
-  for (uint32_t l = threadIdx.x; l < TX * TY * TZ; l += block_threads) {
-    uint32_t lx, ly, lz;
-    split<TX, TY>(l, lx, ly, lz);
+  for (int k = 0; k < strip.per_thread; ++k) {
     int32_t v = 0;
-    if (p.inside(lx, ly, lz)) exacts += prequantize(field[p.global(g, lx, ly, lz)], step, eb, &v);
-    q[l] = v;
+    if (strip.inside(p, k)) exacts += prequantize(values[k], inverse_step, step, eb, &v);
+    q[strip.local(k)] = v;
   }
   return exacts;
 }
@@ -99,8 +128,8 @@ __device__ int32_t lorenzo_delta(const int32_t* q, uint32_t l, uint32_t lx, uint
 }
 
 template <typename T, int TX, int TY, int TZ>
-__global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restrict__ field, Grid g, double step,
-                                                               double eb, uint16_t* __restrict__ codes,
+__global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restrict__ field, Grid g,
+                                                               double inverse_step, double step, double eb, uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ escape_counts,
                                                                uint32_t* __restrict__ exact_counts) {
   __shared__ int32_t q[TX * TY * TZ];
@@ -108,17 +137,16 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
   __shared__ typename Reduce::TempStorage reduce_storage;
   for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
-    const uint32_t exacts = load_tile(field, g, p, step, eb, q);
+    const uint32_t exacts = load_tile(field, g, p, inverse_step, step, eb, q);
     __syncthreads();
     uint32_t escapes = 0;
+    const Strip<TX, TY, TZ> strip(g, p);
 #pragma unroll
-    for (uint32_t l = threadIdx.x; l < TX * TY * TZ; l += block_threads) {
-      uint32_t lx, ly, lz;
-      split<TX, TY>(l, lx, ly, lz);
-      if (!p.inside(lx, ly, lz)) continue;
+    for (int k = 0; k < strip.per_thread; ++k) {
+      if (!strip.inside(p, k)) continue;
       uint16_t code;
-      escapes += !encode_delta(lorenzo_delta<TX, TY>(q, l, lx, ly, lz), &code);
-      codes[p.global(g, lx, ly, lz)] = code;
+      escapes += !encode_delta(lorenzo_delta<TX, TY>(q, strip.local(k), strip.x(k), strip.y(k), strip.z(k)), &code);
+      codes[strip.global(k)] = code;
     }
     // A tile has at most 2048 of each: pack both counts in one reduction.
     const uint32_t both = Reduce(reduce_storage).Sum(exacts | (escapes << 16));
@@ -140,7 +168,8 @@ struct OutlierTargets {
 
 template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
-    const T* __restrict__ field, Grid g, double step, double eb, const uint32_t* __restrict__ escape_counts,
+    const T* __restrict__ field, Grid g, double inverse_step, double step, double eb,
+    const uint32_t* __restrict__ escape_counts,
     const uint32_t* __restrict__ exact_counts, const CountPair* __restrict__ offsets, OutlierTargets<T> out) {
   __shared__ int32_t q[TX * TY * TZ];
   using Scan = cub::BlockScan<uint32_t, block_threads>;
@@ -148,7 +177,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
   for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     if (escape_counts[tile] == 0 && exact_counts[tile] == 0) continue;  // uniform across the block
     const TilePlace<TX, TY, TZ> p(g, tile);
-    load_tile(field, g, p, step, eb, q);
+    load_tile(field, g, p, inverse_step, step, eb, q);
     __syncthreads();
     uint64_t next_escape = offsets[tile].escapes, next_exact = offsets[tile].exacts;
     for (uint32_t base = 0; base < TX * TY * TZ; base += block_threads) {
@@ -160,7 +189,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
       T value{};
       if (p.inside(lx, ly, lz)) {
         value = field[p.global(g, lx, ly, lz)];
-        is_exact = prequantize(value, step, eb, &unused);
+        is_exact = prequantize(value, inverse_step, step, eb, &unused);
         delta = lorenzo_delta<TX, TY>(q, l, lx, ly, lz);
         uint16_t code;
         is_escape = !encode_delta(delta, &code);
@@ -270,17 +299,14 @@ template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes, OutlierSource o,
                                                                Grid g, double step, T* __restrict__ field) {
   __shared__ int32_t q[TX * TY * TZ];
-  constexpr uint32_t volume = TX * TY * TZ;
   for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
     const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
+    const Strip<TX, TY, TZ> strip(g, p);
 #pragma unroll
-    for (uint32_t l = threadIdx.x; l < volume; l += block_threads) {
-      uint32_t lx, ly, lz;
-      split<TX, TY>(l, lx, ly, lz);
-      q[l] = p.inside(lx, ly, lz) ? decode_delta(codes[p.global(g, lx, ly, lz)]) : 0;
-    }
+    for (int k = 0; k < strip.per_thread; ++k)
+      q[strip.local(k)] = strip.inside(p, k) ? decode_delta(codes[strip.global(k)]) : 0;
     __syncthreads();
     // Keys were validated (sorted, inside the field) before launch.
     for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
@@ -288,11 +314,8 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     __syncthreads();
     prefix_sums<TX, TY, TZ>(q);
 #pragma unroll
-    for (uint32_t l = threadIdx.x; l < volume; l += block_threads) {
-      uint32_t lx, ly, lz;
-      split<TX, TY>(l, lx, ly, lz);
-      if (p.inside(lx, ly, lz)) field[p.global(g, lx, ly, lz)] = reconstruct<T>(q[l], step);
-    }
+    for (int k = 0; k < strip.per_thread; ++k)
+      if (strip.inside(p, k)) field[strip.global(k)] = reconstruct<T>(q[strip.local(k)], step);
     __syncthreads();  // orders the exact values after the reconstructions they replace
     for (uint64_t i = exact_begin + threadIdx.x; i < exact_end; i += block_threads) {
       uint32_t lx, ly, lz;
@@ -363,7 +386,8 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
   uint32_t* escape_counts = counts.as<uint32_t>();
   uint32_t* exact_counts = escape_counts + tiles;
   const unsigned blocks = grid_for(tiles, 1, 8);
-  encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, quant.step, quant.error_bound, codes,
+  encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, 1.0 / quant.step, quant.step,
+                                                                      quant.error_bound, codes,
                                                                       escape_counts, exact_counts);
   FZG_CUDA_CHECK_LAUNCH();
   Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream);
@@ -380,7 +404,8 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
     place_outliers_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(
-        field, g, quant.step, quant.error_bound, escape_counts, exact_counts, offsets.as<CountPair>(), out);
+        field, g, 1.0 / quant.step, quant.step, quant.error_bound, escape_counts, exact_counts,
+        offsets.as<CountPair>(), out);
     FZG_CUDA_CHECK_LAUNCH();
   }
   return stream_buffer;

@@ -1,6 +1,7 @@
 // The dual-quantization rules shared bit for bit by the CPU and CUDA backends.
 //
-// Pre-quantization: q = rint(x / step) in double, kept when |x / step| <= 2^30 and the
+// Pre-quantization: q = rint(x * (1 / step)) in double (the reciprocal computed once, on the
+// host, so every backend multiplies by the same number), kept when that product is within 2^30 and the
 // reconstruction x' = T(double(q) * step) is within the bound. A point that fails (NaN, +-Inf,
 // too large, or off by rounding) is an exact outlier: its value is stored as is. Its q still
 // feeds its neighbours' predictions (0 when there is no usable q).
@@ -30,9 +31,13 @@ FZG_HOST_DEVICE T reconstruct(int32_t q, double step) {
 
 // Returns true when the point must be stored exactly; *q is what its neighbours predict from.
 template <typename T>
-FZG_HOST_DEVICE bool prequantize(T value, double step, double error_bound, int32_t* q) {
+FZG_HOST_DEVICE bool prequantize(T value, double inverse_step, double step, double error_bound, int32_t* q) {
   const double v = double(value);
-  const double r = v / step;
+#if defined(__CUDA_ARCH__)
+  const double r = __dmul_rn(v, inverse_step);
+#else
+  const double r = v * inverse_step;
+#endif
   if (!(std::fabs(r) <= max_quantized_magnitude)) {  // NaN fails here too
     *q = 0;
     return true;
