@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what building fzg needs from Debian/Ubuntu packages, skipping what is present.
+# CUDA is optional: with nvcc on the PATH (or in /usr/local/cuda/bin) the CUDA backend builds too.
+set -euo pipefail
+packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libgtest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "fzg setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
