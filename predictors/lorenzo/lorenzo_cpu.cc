@@ -101,6 +101,7 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
   uint8_t* escape_deltas = exact_values + sizeof(T) * counts.exacts;
   for (const auto& p : parts) {
     auto append = [](uint8_t*& dst, const auto& v) {
+      if (v.empty()) return;  // an empty vector's data() may be null
       std::memcpy(dst, v.data(), v.size() * sizeof(v[0]));
       dst += v.size() * sizeof(v[0]);
     };
