@@ -32,7 +32,10 @@ __global__ void __launch_bounds__(block_threads) flags_kernel(const uint8_t* __r
 #pragma unroll
     for (int k = 0; k < tiles_per_pass; ++k) {
       if (base + k >= tiles) break;
-      const uint32_t nonzero = __ballot_sync(0xffffffffu, bitshuffle::shuffle_warp(words[k]) != 0);
+      // Plane b of the tile is non-zero when any word has bit b: one OR across the warp, no
+      // transpose. Output position p holds plane plane_at(p).
+      const uint32_t planes = __reduce_or_sync(0xffffffffu, words[k]);
+      const uint32_t nonzero = __ballot_sync(0xffffffffu, (planes >> bitshuffle::plane_at(lane)) & 1u);
       if (lane == 0) flags[base + k] = nonzero;
     }
   }

@@ -96,6 +96,31 @@ struct Strip {
   __device__ bool inside(const TilePlace<TX, TY, TZ>& p, int k) const { return p.inside(x(k), y(k), z(k)); }
 };
 
+// The tile's pre-quantized values in shared memory with a zero border on the low side of
+// each axis it has: the Lorenzo stencil then reads its neighbours without a branch (a
+// neighbour outside the tile is the border's 0, as on the CPU). The border is zeroed once per
+// block; tiles only ever write the interior.
+template <int TX, int TY, int TZ>
+struct Halo {
+  static constexpr int px = TX + 1, py = TY > 1 ? TY + 1 : 1, pz = TZ > 1 ? TZ + 1 : 1;
+  static constexpr int size = px * py * pz, dy = px, dz = px * py;
+  __device__ static int at(uint32_t lx, uint32_t ly, uint32_t lz) {
+    return int(lx + 1) + dy * int(ly + (TY > 1)) + dz * int(lz + (TZ > 1));
+  }
+  __device__ static void clear(int32_t* h) {
+    for (int i = threadIdx.x; i < size; i += block_threads) h[i] = 0;
+    __syncthreads();
+  }
+  // The 3D Lorenzo delta at cell c, in wrapping 32-bit arithmetic (absent axes drop out).
+  __device__ static int32_t delta(const int32_t* h, int c) {
+    uint32_t pred = uint32_t(h[c - 1]);
+    if constexpr (TY > 1) pred += uint32_t(h[c - dy]) - uint32_t(h[c - 1 - dy]);
+    if constexpr (TZ > 1)
+      pred += uint32_t(h[c - dz]) - uint32_t(h[c - 1 - dz]) - uint32_t(h[c - dy - dz]) + uint32_t(h[c - 1 - dy - dz]);
+    return int32_t(uint32_t(h[c]) - pred);
+  }
+};
+
 // Pre-quantizes the tile into shared memory; returns how many of this thread's points are exact.
 template <typename T, int TX, int TY, int TZ>
 __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, double inverse_step,
@@ -109,22 +134,9 @@ __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX,
   for (int k = 0; k < strip.per_thread; ++k) {
     int32_t v = 0;
     if (strip.inside(p, k)) exacts += prequantize(values[k], inverse_step, step, eb, &v);
-    q[strip.local(k)] = v;
+    q[Halo<TX, TY, TZ>::at(strip.x(k), strip.y(k), strip.z(k))] = v;
   }
   return exacts;
-}
-
-// The Lorenzo delta of point l (neighbours outside the tile count as 0), as the CPU computes it.
-template <int TX, int TY>
-__device__ int32_t lorenzo_delta(const int32_t* q, uint32_t l, uint32_t lx, uint32_t ly, uint32_t lz) {
-  auto at = [&](int dx, int dy, int dz) -> int32_t {
-    if ((dx && lx == 0) || (dy && ly == 0) || (dz && lz == 0)) return 0;
-    return q[l - dx - TX * dy - TX * TY * dz];
-  };
-  int32_t pred = wrapping_add(wrapping_add(at(1, 0, 0), at(0, 1, 0)), at(0, 0, 1));
-  pred = wrapping_sub(pred, wrapping_add(wrapping_add(at(1, 1, 0), at(1, 0, 1)), at(0, 1, 1)));
-  pred = wrapping_add(pred, at(1, 1, 1));
-  return wrapping_sub(q[l], pred);
 }
 
 template <typename T, int TX, int TY, int TZ>
@@ -132,9 +144,11 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
                                                                double inverse_step, double step, double eb, uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ escape_counts,
                                                                uint32_t* __restrict__ exact_counts) {
-  __shared__ int32_t q[TX * TY * TZ];
+  using H = Halo<TX, TY, TZ>;
+  __shared__ int32_t q[H::size];
   using Reduce = cub::BlockReduce<uint32_t, block_threads>;
   __shared__ typename Reduce::TempStorage reduce_storage;
+  H::clear(q);
   for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
     const uint32_t exacts = load_tile(field, g, p, inverse_step, step, eb, q);
@@ -145,7 +159,7 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
     for (int k = 0; k < strip.per_thread; ++k) {
       if (!strip.inside(p, k)) continue;
       uint16_t code;
-      escapes += !encode_delta(lorenzo_delta<TX, TY>(q, strip.local(k), strip.x(k), strip.y(k), strip.z(k)), &code);
+      escapes += !encode_delta(H::delta(q, H::at(strip.x(k), strip.y(k), strip.z(k))), &code);
       codes[strip.global(k)] = code;
     }
     // A tile has at most 2048 of each: pack both counts in one reduction.
@@ -171,9 +185,11 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     const T* __restrict__ field, Grid g, double inverse_step, double step, double eb,
     const uint32_t* __restrict__ escape_counts,
     const uint32_t* __restrict__ exact_counts, const CountPair* __restrict__ offsets, OutlierTargets<T> out) {
-  __shared__ int32_t q[TX * TY * TZ];
+  using H = Halo<TX, TY, TZ>;
+  __shared__ int32_t q[H::size];
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
+  H::clear(q);
   for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     if (escape_counts[tile] == 0 && exact_counts[tile] == 0) continue;  // uniform across the block
     const TilePlace<TX, TY, TZ> p(g, tile);
@@ -190,7 +206,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
       if (p.inside(lx, ly, lz)) {
         value = field[p.global(g, lx, ly, lz)];
         is_exact = prequantize(value, inverse_step, step, eb, &unused);
-        delta = lorenzo_delta<TX, TY>(q, l, lx, ly, lz);
+        delta = H::delta(q, H::at(lx, ly, lz));
         uint16_t code;
         is_escape = !encode_delta(delta, &code);
       }
