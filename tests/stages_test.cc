@@ -26,11 +26,11 @@ TEST(Quantizer, SignMagnitudeCodesRoundTripAndEscapeBeyond15Bits) {
 
 TEST(Quantizer, NanInfAndHugeValuesAreExact) {
   int32_t q = 99;
-  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<float>::quiet_NaN(), 10.0, 0.1, 0.05, &q));
+  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<float>::quiet_NaN(), 10.0, 0.1, 0.05, -1.0, &q));
   EXPECT_EQ(q, 0);
-  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<double>::infinity(), 10.0, 0.1, 0.05, &q));
-  EXPECT_TRUE(lorenzo::prequantize(1e30f, 10.0, 0.1, 0.05, &q));
-  EXPECT_FALSE(lorenzo::prequantize(1.0f, 10.0, 0.1, 0.05, &q));
+  EXPECT_TRUE(lorenzo::prequantize(std::numeric_limits<double>::infinity(), 10.0, 0.1, 0.05, -1.0, &q));
+  EXPECT_TRUE(lorenzo::prequantize(1e30f, 10.0, 0.1, 0.05, -1.0, &q));
+  EXPECT_FALSE(lorenzo::prequantize(1.0f, 10.0, 0.1, 0.05, -1.0, &q));
   EXPECT_EQ(q, 10);
 }
 
@@ -41,13 +41,39 @@ TEST(Quantizer, RoundingFailureIsCaughtWhereTheStepIsTooCoarseForTheType) {
   for (int i = 0; i < 1000; ++i) {
     const float v = 1000.0f + float(i) * 0.0173f;
     int32_t q;
-    const bool exact = lorenzo::prequantize(v, 1.0 / 2e-4, 2e-4, 1e-4, &q);
+    const bool exact = lorenzo::prequantize(v, 1.0 / 2e-4, 2e-4, 1e-4, -1.0, &q);
     if (!exact) {
       EXPECT_LE(std::fabs(double(v) - double(lorenzo::reconstruct<float>(q, 2e-4))), 1e-4);
     }
     rejected += exact;
   }
   EXPECT_GT(rejected, 0);
+}
+
+TEST(Quantizer, AcceptanceShortcutNeverChangesTheAnswer) {
+  // Adversarial f32 values near binade edges and at the bound's edge: the shortcut and the
+  // full check must agree on every point.
+  std::mt19937_64 rng(41);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int checked_settings = 0;
+  for (double eb : {1e-4, 3e-3, 0.5})
+    for (double magnitude : {2.0, 1024.0}) {
+      const double step = 2 * eb * (1 - 1e-7);
+      const double threshold = lorenzo::acceptance_threshold(true, eb, -magnitude, magnitude);
+      if (threshold < 0) continue;  // f32 spacing too coarse for a shortcut: always checked fully
+      ++checked_settings;
+      for (int i = 0; i < 100000; ++i) {
+        const float v = float((unit(rng) * 2 - 1) * magnitude);
+        int32_t q_fast, q_full;
+        const bool fast = lorenzo::prequantize(v, 1.0 / step, step, eb, threshold, &q_fast);
+        const bool full = lorenzo::prequantize(v, 1.0 / step, step, eb, -1.0, &q_full);
+        ASSERT_EQ(fast, full) << v;
+        ASSERT_EQ(q_fast, q_full);
+      }
+    }
+  EXPECT_GE(checked_settings, 4);
+  EXPECT_LT(lorenzo::acceptance_threshold(true, 1e-4, -1024.0, 1024.0), 0.0);
+  EXPECT_EQ(lorenzo::acceptance_threshold(false, 1e-4, -1024.0, 1024.0), 1e-4);
 }
 
 TEST(Lorenzo, TileShapesMatchTheFormat) {

@@ -40,6 +40,16 @@ struct CountPair {
   uint64_t escapes, exacts;
 };
 
+// What the kernels need of the quantization, computed once on the host.
+struct QuantConstants {
+  double inverse_step, step, error_bound, accept_below;
+};
+
+template <typename T>
+QuantConstants constants_of(const Quantization& q) {
+  return {1.0 / q.step, q.step, q.error_bound, acceptance_threshold(sizeof(T) == 4, q.error_bound, q.min, q.max)};
+}
+
 Grid device_grid(const TileGrid& g) { return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count()}; }
 
 // Where a tile starts and how much of it lies inside the field.
@@ -123,8 +133,8 @@ struct Halo {
 
 // Pre-quantizes the tile into shared memory; returns how many of this thread's points are exact.
 template <typename T, int TX, int TY, int TZ>
-__device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, double inverse_step,
-                              double step, double eb, int32_t* q) {
+__device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, const QuantConstants& c,
+                              int32_t* q) {
   const Strip<TX, TY, TZ> strip(g, p);
   T values[Strip<TX, TY, TZ>::per_thread];
 #pragma unroll
@@ -133,7 +143,7 @@ __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX,
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k) {
     int32_t v = 0;
-    if (strip.inside(p, k)) exacts += prequantize(values[k], inverse_step, step, eb, &v);
+    if (strip.inside(p, k)) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &v);
     q[Halo<TX, TY, TZ>::at(strip.x(k), strip.y(k), strip.z(k))] = v;
   }
   return exacts;
@@ -141,7 +151,7 @@ __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX,
 
 template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restrict__ field, Grid g,
-                                                               double inverse_step, double step, double eb, uint16_t* __restrict__ codes,
+                                                               QuantConstants c, uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ escape_counts,
                                                                uint32_t* __restrict__ exact_counts) {
   using H = Halo<TX, TY, TZ>;
@@ -151,7 +161,7 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
   H::clear(q);
   for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
-    const uint32_t exacts = load_tile(field, g, p, inverse_step, step, eb, q);
+    const uint32_t exacts = load_tile(field, g, p, c, q);
     __syncthreads();
     uint32_t escapes = 0;
     const Strip<TX, TY, TZ> strip(g, p);
@@ -182,8 +192,7 @@ struct OutlierTargets {
 
 template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
-    const T* __restrict__ field, Grid g, double inverse_step, double step, double eb,
-    const uint32_t* __restrict__ escape_counts,
+    const T* __restrict__ field, Grid g, QuantConstants c, const uint32_t* __restrict__ escape_counts,
     const uint32_t* __restrict__ exact_counts, const CountPair* __restrict__ offsets, OutlierTargets<T> out) {
   using H = Halo<TX, TY, TZ>;
   __shared__ int32_t q[H::size];
@@ -193,7 +202,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
   for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     if (escape_counts[tile] == 0 && exact_counts[tile] == 0) continue;  // uniform across the block
     const TilePlace<TX, TY, TZ> p(g, tile);
-    load_tile(field, g, p, inverse_step, step, eb, q);
+    load_tile(field, g, p, c, q);
     __syncthreads();
     uint64_t next_escape = offsets[tile].escapes, next_exact = offsets[tile].exacts;
     for (uint32_t base = 0; base < TX * TY * TZ; base += block_threads) {
@@ -205,7 +214,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
       T value{};
       if (p.inside(lx, ly, lz)) {
         value = field[p.global(g, lx, ly, lz)];
-        is_exact = prequantize(value, inverse_step, step, eb, &unused);
+        is_exact = prequantize(value, c.inverse_step, c.step, c.error_bound, c.accept_below, &unused);
         delta = H::delta(q, H::at(lx, ly, lz));
         uint16_t code;
         is_escape = !encode_delta(delta, &code);
@@ -402,8 +411,7 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
   uint32_t* escape_counts = counts.as<uint32_t>();
   uint32_t* exact_counts = escape_counts + tiles;
   const unsigned blocks = grid_for(tiles, 1, 8);
-  encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, 1.0 / quant.step, quant.step,
-                                                                      quant.error_bound, codes,
+  encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, constants_of<T>(quant), codes,
                                                                       escape_counts, exact_counts);
   FZG_CUDA_CHECK_LAUNCH();
   Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream);
@@ -420,8 +428,7 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
     place_outliers_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(
-        field, g, 1.0 / quant.step, quant.step, quant.error_bound, escape_counts, exact_counts,
-        offsets.as<CountPair>(), out);
+        field, g, constants_of<T>(quant), escape_counts, exact_counts, offsets.as<CountPair>(), out);
     FZG_CUDA_CHECK_LAUNCH();
   }
   return stream_buffer;

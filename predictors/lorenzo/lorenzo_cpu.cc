@@ -45,13 +45,14 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume();
   const double inverse_step = 1.0 / quant.step;
+  const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
   int32_t q[max_tile_volume];
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
         const T value = field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
-        if (prequantize(value, inverse_step, quant.step, quant.error_bound, &q[l])) {
+        if (prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &q[l])) {
           out.exact_keys.push_back(key0 + l);
           out.exact_values.push_back(value);
         }

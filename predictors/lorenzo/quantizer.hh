@@ -30,8 +30,12 @@ FZG_HOST_DEVICE T reconstruct(int32_t q, double step) {
 }
 
 // Returns true when the point must be stored exactly; *q is what its neighbours predict from.
+// `accept_below` is a shortcut that never changes the answer: when |x - q*step| <= accept_below,
+// the rounding of q*step to T cannot take x' past the bound (see acceptance_threshold), so
+// the final conversion and check are skipped. Pass a negative value to always check fully.
 template <typename T>
-FZG_HOST_DEVICE bool prequantize(T value, double inverse_step, double step, double error_bound, int32_t* q) {
+FZG_HOST_DEVICE bool prequantize(T value, double inverse_step, double step, double error_bound, double accept_below,
+                                 int32_t* q) {
   const double v = double(value);
 #if defined(__CUDA_ARCH__)
   const double r = __dmul_rn(v, inverse_step);
@@ -42,9 +46,28 @@ FZG_HOST_DEVICE bool prequantize(T value, double inverse_step, double step, doub
     *q = 0;
     return true;
   }
+#if defined(__CUDA_ARCH__)
+  *q = __double2int_rn(r);  // one conversion, round half to even: int32_t(rint(r))
+  const double unrounded = __dmul_rn(double(*q), step);
+#else
   *q = int32_t(std::rint(r));
-  const double error = std::fabs(v - double(reconstruct<T>(*q, step)));
+  const double unrounded = double(*q) * step;
+#endif
+  if (std::fabs(v - unrounded) <= accept_below) return false;
+  const double error = std::fabs(v - double(T(unrounded)));
   return !(error <= error_bound);
+}
+
+// The shortcut for prequantize: for f64, x' = q*step exactly, so the bound itself; for f32,
+// the bound less twice the largest rounding (half an f32 ulp at max|x| + eb, where every finite
+// x and q*step lie), which also covers the double arithmetic's own rounding. -1 disables it.
+inline double acceptance_threshold(bool is_f32, double error_bound, double min, double max) {
+  if (!is_f32) return error_bound;
+  const double largest = std::fmax(std::fabs(min), std::fabs(max)) + error_bound;
+  if (!(largest > 0) || !std::isfinite(largest)) return -1;
+  const double half_ulp = std::ldexp(1.0, std::ilogb(largest) - 24);
+  const double threshold = error_bound - 2 * half_ulp;
+  return threshold > 0 ? threshold : -1;
 }
 
 FZG_HOST_DEVICE int32_t wrapping_sub(int32_t a, int32_t b) { return int32_t(uint32_t(a) - uint32_t(b)); }
