@@ -58,9 +58,10 @@ struct TilePlace {
   uint64_t x0, y0, z0, key0;
   uint32_t ex, ey, ez;
 
-  __device__ TilePlace(const Grid& g, uint64_t tile) {
-    const uint64_t tx = tile % g.tiles_x, ty = (tile / g.tiles_x) % g.tiles_y, tz = tile / (g.tiles_x * g.tiles_y);
-    x0 = tx * TX, y0 = ty * TY, z0 = tz * TZ;
+  __device__ TilePlace(const Grid& g, uint32_t tile) {
+    const uint32_t row = tile / g.tiles_x, tx = tile - row * g.tiles_x;
+    const uint32_t tz = row / g.tiles_y, ty = row - tz * g.tiles_y;
+    x0 = uint64_t(tx) * TX, y0 = uint64_t(ty) * TY, z0 = uint64_t(tz) * TZ;
     key0 = tile * uint64_t(TX * TY * TZ);
     ex = uint32_t(g.nx - x0 < TX ? g.nx - x0 : TX);
     ey = uint32_t(g.ny - y0 < TY ? g.ny - y0 : TY);
@@ -159,7 +160,7 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
   using Reduce = cub::BlockReduce<uint32_t, block_threads>;
   __shared__ typename Reduce::TempStorage reduce_storage;
   H::clear(q);
-  for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
+  for (uint32_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
     const uint32_t exacts = load_tile(field, g, p, c, q);
     __syncthreads();
@@ -199,7 +200,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
   H::clear(q);
-  for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
+  for (uint32_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     if (escape_counts[tile] == 0 && exact_counts[tile] == 0) continue;  // uniform across the block
     const TilePlace<TX, TY, TZ> p(g, tile);
     load_tile(field, g, p, c, q);
@@ -324,7 +325,7 @@ template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes, OutlierSource o,
                                                                Grid g, double step, T* __restrict__ field) {
   __shared__ int32_t q[TX * TY * TZ];
-  for (uint64_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
+  for (uint32_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
     const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
@@ -359,7 +360,7 @@ __global__ void validate_keys_kernel(const uint64_t* keys, uint64_t count, Grid 
     const uint64_t tile = key / (TX * TY * TZ);
     bool ok = (i == 0 || key > keys[i - 1]) && tile < g.tile_count;
     if (ok) {
-      const TilePlace<TX, TY, TZ> p(g, tile);
+      const TilePlace<TX, TY, TZ> p(g, uint32_t(tile));
       uint32_t lx, ly, lz;
       split<TX, TY>(uint32_t(key % (TX * TY * TZ)), lx, ly, lz);
       ok = p.inside(lx, ly, lz);
