@@ -21,24 +21,41 @@ constexpr int warps_per_block = block_threads / 32;
 constexpr int tiles_per_pass = 4;
 using bitshuffle::tile_words;
 
+// Each kernel walks whole tiles in passes of `tiles_per_pass` through plain word pointers (the
+// loads of a pass issue together, no bounds logic), then the few tiles left over, including a
+// ragged last one, one at a time through the byte-safe helpers.
+
+__device__ __forceinline__ void flag_tile(uint64_t t, uint32_t word, uint32_t* flags) {
+  // Plane b of the tile is non-zero when any word has bit b: one OR across the warp, no
+  // transpose. Output position p holds plane plane_at(p).
+  const uint32_t planes = __reduce_or_sync(0xffffffffu, word);
+  const uint32_t nonzero = __ballot_sync(0xffffffffu, (planes >> bitshuffle::plane_at(threadIdx.x % 32)) & 1u);
+  if (threadIdx.x % 32 == 0) flags[t] = nonzero;
+}
+
 __global__ void __launch_bounds__(block_threads) flags_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
                                                               uint64_t tiles, uint32_t* __restrict__ flags) {
   const uint32_t lane = threadIdx.x % 32;
-  for (uint64_t base = global_warp() * tiles_per_pass; base < tiles; base += warp_count() * tiles_per_pass) {
-    uint32_t words[tiles_per_pass];
+  const uint64_t main_tiles = input_bytes / bitshuffle::tile_bytes / tiles_per_pass * tiles_per_pass;
+  const auto* words = reinterpret_cast<const uint32_t*>(input);
+  for (uint64_t base = global_warp() * tiles_per_pass; base < main_tiles; base += warp_count() * tiles_per_pass) {
+    const uint32_t* src = words + base * tile_words + lane;
+    uint32_t w[tiles_per_pass];
 #pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k)
-      words[k] = base + k < tiles ? load_word(input, input_bytes, (base + k) * tile_words + lane) : 0;
+    for (int k = 0; k < tiles_per_pass; ++k) w[k] = src[k * tile_words];
 #pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) {
-      if (base + k >= tiles) break;
-      // Plane b of the tile is non-zero when any word has bit b: one OR across the warp, no
-      // transpose. Output position p holds plane plane_at(p).
-      const uint32_t planes = __reduce_or_sync(0xffffffffu, words[k]);
-      const uint32_t nonzero = __ballot_sync(0xffffffffu, (planes >> bitshuffle::plane_at(lane)) & 1u);
-      if (lane == 0) flags[base + k] = nonzero;
-    }
+    for (int k = 0; k < tiles_per_pass; ++k) flag_tile(base + k, w[k], flags);
   }
+  for (uint64_t t = main_tiles + global_warp(); t < tiles; t += warp_count())
+    flag_tile(t, load_word(input, input_bytes, t * tile_words + lane), flags);
+}
+
+__device__ __forceinline__ void place_tile(uint32_t group, uint32_t word, const zeroblock::GroupOffset& at,
+                                           uint32_t* block_flags, uint32_t* blocks) {
+  const uint32_t lane = threadIdx.x % 32;
+  const uint32_t shuffled = bitshuffle::shuffle_warp(word);
+  if (lane == 0) block_flags[at.flag] = group;
+  if (shuffled) blocks[at.block + __popc(group & ((1u << lane) - 1u))] = shuffled;
 }
 
 __global__ void __launch_bounds__(block_threads) place_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
@@ -47,39 +64,44 @@ __global__ void __launch_bounds__(block_threads) place_kernel(const uint8_t* __r
                                                               uint32_t* __restrict__ block_flags,
                                                               uint32_t* __restrict__ blocks) {
   const uint32_t lane = threadIdx.x % 32;
-  for (uint64_t base = global_warp() * tiles_per_pass; base < tiles; base += warp_count() * tiles_per_pass) {
-    uint32_t group[tiles_per_pass], words[tiles_per_pass];
+  const uint64_t main_tiles = input_bytes / bitshuffle::tile_bytes / tiles_per_pass * tiles_per_pass;
+  const auto* words = reinterpret_cast<const uint32_t*>(input);
+  for (uint64_t base = global_warp() * tiles_per_pass; base < main_tiles; base += warp_count() * tiles_per_pass) {
+    const uint32_t* src = words + base * tile_words + lane;
+    uint32_t group[tiles_per_pass], w[tiles_per_pass];
 #pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) group[k] = base + k < tiles ? flags[base + k] : 0;
+    for (int k = 0; k < tiles_per_pass; ++k) group[k] = flags[base + k];
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k) w[k] = group[k] ? src[k * tile_words] : 0u;
 #pragma unroll
     for (int k = 0; k < tiles_per_pass; ++k)
-      words[k] = group[k] ? load_word(input, input_bytes, (base + k) * tile_words + lane) : 0;
-#pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) {
-      if (!group[k]) continue;  // uniform across the warp
-      const uint32_t word = bitshuffle::shuffle_warp(words[k]);
-      const zeroblock::GroupOffset at = offsets[base + k];
-      if (lane == 0) block_flags[at.flag] = group[k];
-      if (word) blocks[at.block + __popc(group[k] & ((1u << lane) - 1u))] = word;
-    }
+      if (group[k]) place_tile(group[k], w[k], offsets[base + k], block_flags, blocks);  // uniform per warp
   }
+  for (uint64_t t = main_tiles + global_warp(); t < tiles; t += warp_count())
+    if (flags[t]) place_tile(flags[t], load_word(input, input_bytes, t * tile_words + lane), offsets[t], block_flags, blocks);
+}
+
+__device__ __forceinline__ uint32_t stored_word(const zeroblock::StreamView& v, uint64_t t) {
+  const uint32_t lane = threadIdx.x % 32;
+  const uint32_t group = v.flags_of(t);
+  return (group >> lane & 1u) ? v.blocks[v.first_block(t) + __popc(group & ((1u << lane) - 1u))] : 0u;
 }
 
 __global__ void __launch_bounds__(block_threads) expand_kernel(zeroblock::StreamView v, uint64_t tiles,
                                                                uint8_t* __restrict__ output, uint64_t output_bytes) {
   const uint32_t lane = threadIdx.x % 32;
-  for (uint64_t base = global_warp() * tiles_per_pass; base < tiles; base += warp_count() * tiles_per_pass) {
+  const uint64_t main_tiles = output_bytes / bitshuffle::tile_bytes / tiles_per_pass * tiles_per_pass;
+  auto* words = reinterpret_cast<uint32_t*>(output);
+  for (uint64_t base = global_warp() * tiles_per_pass; base < main_tiles; base += warp_count() * tiles_per_pass) {
     uint32_t packed[tiles_per_pass];
 #pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) {
-      const uint32_t group = base + k < tiles ? v.flags_of(base + k) : 0;
-      packed[k] = (group >> lane & 1u) ? v.blocks[v.first_block(base + k) + __popc(group & ((1u << lane) - 1u))] : 0;
-    }
+    for (int k = 0; k < tiles_per_pass; ++k) packed[k] = stored_word(v, base + k);
+    uint32_t* dst = words + base * tile_words + lane;
 #pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k)
-      if (base + k < tiles)
-        store_word(output, output_bytes, (base + k) * tile_words + lane, bitshuffle::unshuffle_warp(packed[k]));
+    for (int k = 0; k < tiles_per_pass; ++k) dst[k * tile_words] = bitshuffle::unshuffle_warp(packed[k]);
   }
+  for (uint64_t t = main_tiles + global_warp(); t < tiles; t += warp_count())
+    store_word(output, output_bytes, t * tile_words + lane, bitshuffle::unshuffle_warp(stored_word(v, t)));
 }
 
 unsigned blocks_for(uint64_t tiles) { return grid_for(tiles, uint64_t(warps_per_block) * tiles_per_pass); }

@@ -80,33 +80,6 @@ __device__ void split(uint32_t l, uint32_t& lx, uint32_t& ly, uint32_t& lz) {
   lz = l / (TX * TY);
 }
 
-// The points one thread owns in a tile: l = threadIdx.x + block_threads * k. A step of k is a
-// fixed step in the field (256 along x in 1D, 8 rows in 2D, one plane in 3D), so indices are
-// additions, not 64-bit products per point.
-template <int TX, int TY, int TZ>
-struct Strip {
-  static constexpr int per_thread = TX * TY * TZ / block_threads;
-  static_assert(TY == 1 || block_threads % TX == 0, "rows of a 2D/3D tile split evenly over the block");
-  static_assert(TZ == 1 || TX * TY == block_threads, "a 3D tile's plane is one block of threads");
-  uint32_t lx, ly, lz;
-  uint64_t global0, global_step;
-
-  __device__ Strip(const Grid& g, const TilePlace<TX, TY, TZ>& p) {
-    split<TX, TY>(threadIdx.x, lx, ly, lz);
-    global0 = p.global(g, lx, ly, lz);
-    if constexpr (TY == 1) global_step = block_threads;
-    else if constexpr (TZ == 1) global_step = uint64_t(block_threads / TX) * g.nx;
-    else global_step = g.nx * g.ny;
-  }
-  // Coordinates of point k inside the tile.
-  __device__ uint32_t x(int k) const { return TY == 1 ? lx + block_threads * k : lx; }
-  __device__ uint32_t y(int k) const { return (TY > 1 && TZ == 1) ? ly + (block_threads / TX) * k : ly; }
-  __device__ uint32_t z(int k) const { return TZ > 1 ? lz + k : lz; }
-  __device__ uint32_t local(int k) const { return threadIdx.x + block_threads * k; }
-  __device__ uint64_t global(int k) const { return global0 + k * global_step; }
-  __device__ bool inside(const TilePlace<TX, TY, TZ>& p, int k) const { return p.inside(x(k), y(k), z(k)); }
-};
-
 // The tile's pre-quantized values in shared memory with a zero border on the low side of
 // each axis it has: the Lorenzo stencil then reads its neighbours without a branch (a
 // neighbour outside the tile is the border's 0, as on the CPU). The border is zeroed once per
@@ -132,20 +105,63 @@ struct Halo {
   }
 };
 
+// The points one thread owns in a tile: l = threadIdx.x + block_threads * k. A step of k is a
+// fixed step in the field (256 along x in 1D, 8 rows in 2D, one plane in 3D) and a compile-time
+// step in the tile, and the points inside the field are exactly k < count: per point, the
+// index work is one pointer increment and one compare.
+template <int TX, int TY, int TZ>
+struct Strip {
+  static constexpr int per_thread = TX * TY * TZ / block_threads;
+  static_assert(TY == 1 || block_threads % TX == 0, "rows of a 2D/3D tile split evenly over the block");
+  static_assert(TZ == 1 || TX * TY == block_threads, "a 3D tile's plane is one block of threads");
+  static constexpr uint32_t local_step = block_threads;
+  static constexpr int cell_step = TY == 1 ? block_threads
+                                   : TZ == 1 ? (block_threads / TX) * Halo<TX, TY, TZ>::dy
+                                             : Halo<TX, TY, TZ>::dz;
+  uint32_t lx, ly, lz, count;
+  int cell0;  // the first point's cell in the bordered tile
+  uint64_t global0, global_step;
+
+  __device__ Strip(const Grid& g, const TilePlace<TX, TY, TZ>& p) {
+    split<TX, TY>(threadIdx.x, lx, ly, lz);
+    cell0 = Halo<TX, TY, TZ>::at(lx, ly, lz);
+    global0 = p.global(g, lx, ly, lz);
+    if constexpr (TY == 1) {
+      global_step = block_threads;
+      count = lx < p.ex ? (p.ex - lx + block_threads - 1) / block_threads : 0;
+    } else if constexpr (TZ == 1) {
+      constexpr uint32_t rows = block_threads / TX;
+      global_step = uint64_t(rows) * g.nx;
+      count = (lx < p.ex && ly < p.ey) ? (p.ey - ly + rows - 1) / rows : 0;
+    } else {
+      global_step = g.nx * g.ny;
+      count = (lx < p.ex && ly < p.ey) ? p.ez : 0;
+    }
+  }
+  __device__ bool inside(int k) const { return uint32_t(k) < count; }
+  __device__ uint32_t local(int k) const { return threadIdx.x + local_step * k; }
+  __device__ int cell(int k) const { return cell0 + cell_step * k; }
+  // Coordinates of point k inside the tile.
+  __device__ uint32_t x(int k) const { return TY == 1 ? lx + block_threads * k : lx; }
+  __device__ uint32_t y(int k) const { return (TY > 1 && TZ == 1) ? ly + (block_threads / TX) * k : ly; }
+  __device__ uint32_t z(int k) const { return TZ > 1 ? lz + k : lz; }
+};
+
 // Pre-quantizes the tile into shared memory; returns how many of this thread's points are exact.
 template <typename T, int TX, int TY, int TZ>
 __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, const QuantConstants& c,
                               int32_t* q) {
   const Strip<TX, TY, TZ> strip(g, p);
   T values[Strip<TX, TY, TZ>::per_thread];
+  const T* src = field + strip.global0;
 #pragma unroll
-  for (int k = 0; k < strip.per_thread; ++k) values[k] = strip.inside(p, k) ? field[strip.global(k)] : T(0);
+  for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step) values[k] = strip.inside(k) ? *src : T(0);
   uint32_t exacts = 0;
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k) {
     int32_t v = 0;
-    if (strip.inside(p, k)) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &v);
-    q[Halo<TX, TY, TZ>::at(strip.x(k), strip.y(k), strip.z(k))] = v;
+    if (strip.inside(k)) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &v);
+    q[strip.cell(k)] = v;
   }
   return exacts;
 }
@@ -166,12 +182,13 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
     __syncthreads();
     uint32_t escapes = 0;
     const Strip<TX, TY, TZ> strip(g, p);
+    uint16_t* dst = codes + strip.global0;
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k) {
-      if (!strip.inside(p, k)) continue;
+    for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
+      if (!strip.inside(k)) continue;
       uint16_t code;
-      escapes += !encode_delta(H::delta(q, H::at(strip.x(k), strip.y(k), strip.z(k))), &code);
-      codes[strip.global(k)] = code;
+      escapes += !encode_delta(H::delta(q, strip.cell(k)), &code);
+      *dst = code;
     }
     // A tile has at most 2048 of each: pack both counts in one reduction.
     const uint32_t both = Reduce(reduce_storage).Sum(exacts | (escapes << 16));
@@ -330,18 +347,20 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
     const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
     const Strip<TX, TY, TZ> strip(g, p);
+    const uint16_t* src = codes + strip.global0;
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k)
-      q[strip.local(k)] = strip.inside(p, k) ? decode_delta(codes[strip.global(k)]) : 0;
+    for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
+      q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
     __syncthreads();
     // Keys were validated (sorted, inside the field) before launch.
     for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
       q[o.escape_keys[i] - p.key0] = o.escape_deltas[i];
     __syncthreads();
     prefix_sums<TX, TY, TZ>(q);
+    T* dst = field + strip.global0;
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k)
-      if (strip.inside(p, k)) field[strip.global(k)] = reconstruct<T>(q[strip.local(k)], step);
+    for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step)
+      if (strip.inside(k)) *dst = reconstruct<T>(q[strip.local(k)], step);
     __syncthreads();  // orders the exact values after the reconstructions they replace
     for (uint64_t i = exact_begin + threadIdx.x; i < exact_end; i += block_threads) {
       uint32_t lx, ly, lz;
