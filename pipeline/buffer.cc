@@ -1,6 +1,8 @@
 #include "pipeline/buffer.hh"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "pipeline/error.hh"
 
@@ -15,7 +17,73 @@ void device_copy(void* dst, Location dst_where, const void* src, Location src_wh
                  cudaStream_t stream, bool wait);
 void device_synchronize(cudaStream_t stream);
 bool device_present();
+bool host_memory_is_pinned(const void* p);
+void staging_buffers(size_t chunk_bytes, uint8_t** buffers, void** events);
+void copy_async(void* dst, const void* src, size_t size_bytes, cudaStream_t stream);
+void event_record(void* event, cudaStream_t stream);
+void event_wait(void* event);
 #endif
+
+namespace {
+
+// Copies host memory with all cores: page faults on fresh buffers and the copy itself spread out.
+void parallel_memcpy(void* dst, const void* src, size_t size_bytes) {
+  constexpr size_t piece = size_t(1) << 20;
+  const int64_t pieces = int64_t((size_bytes + piece - 1) / piece);
+#pragma omp parallel for schedule(static) if (pieces > 4)
+  for (int64_t i = 0; i < pieces; ++i) {
+    const size_t at = size_t(i) * piece;
+    std::memcpy(static_cast<uint8_t*>(dst) + at, static_cast<const uint8_t*>(src) + at,
+                std::min(piece, size_bytes - at));
+  }
+}
+
+#ifdef FZG_HAVE_CUDA
+// Large copies between pageable host memory and the device go through two page-locked bounce
+// buffers in chunks: the CPU fills (or drains) one while the DMA engine moves the other.
+constexpr size_t staging_chunk = size_t(16) << 20;
+
+bool staged_copy(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
+                 cudaStream_t stream) {
+  const bool upload = src_where == Location::host && dst_where == Location::device;
+  const bool download = src_where == Location::device && dst_where == Location::host;
+  if (!(upload || download) || size_bytes < 2 * staging_chunk) return false;
+  if (host_memory_is_pinned(upload ? src : dst)) return false;
+  static std::mutex one_at_a_time;
+  std::lock_guard<std::mutex> lock(one_at_a_time);
+  uint8_t* bounce[2];
+  void* moved[2];
+  staging_buffers(staging_chunk, bounce, moved);
+  const size_t chunks = (size_bytes + staging_chunk - 1) / staging_chunk;
+  auto length = [&](size_t i) { return std::min(staging_chunk, size_bytes - i * staging_chunk); };
+  auto* to = static_cast<uint8_t*>(dst);
+  const auto* from = static_cast<const uint8_t*>(src);
+  if (upload) {
+    for (size_t i = 0; i < chunks; ++i) {
+      event_wait(moved[i % 2]);  // the DMA that last read this buffer is done
+      parallel_memcpy(bounce[i % 2], from + i * staging_chunk, length(i));
+      copy_async(to + i * staging_chunk, bounce[i % 2], length(i), stream);
+      event_record(moved[i % 2], stream);
+    }
+    device_synchronize(stream);
+    return true;
+  }
+  copy_async(bounce[0], from, length(0), stream);
+  event_record(moved[0], stream);
+  for (size_t i = 0; i < chunks; ++i) {
+    if (i + 1 < chunks) {
+      copy_async(bounce[(i + 1) % 2], from + (i + 1) * staging_chunk, length(i + 1), stream);
+      event_record(moved[(i + 1) % 2], stream);
+    }
+    event_wait(moved[i % 2]);
+    parallel_memcpy(to + i * staging_chunk, bounce[i % 2], length(i));
+  }
+  return true;
+}
+#endif
+
+}  // namespace
+
 
 Buffer Buffer::host(size_t size_bytes) {
   Buffer b;
@@ -74,10 +142,11 @@ void copy_bytes(void* dst, Location dst_where, const void* src, Location src_whe
                 cudaStream_t stream) {
   if (size_bytes == 0) return;
   if (dst_where == Location::host && src_where == Location::host) {
-    std::memcpy(dst, src, size_bytes);
+    parallel_memcpy(dst, src, size_bytes);
     return;
   }
 #ifdef FZG_HAVE_CUDA
+  if (staged_copy(dst, dst_where, src, src_where, size_bytes, stream)) return;
   device_copy(dst, dst_where, src, src_where, size_bytes, stream, true);
 #else
   (void)stream;
@@ -89,10 +158,11 @@ void copy_bytes_async(void* dst, Location dst_where, const void* src, Location s
                       cudaStream_t stream) {
   if (size_bytes == 0) return;
   if (dst_where == Location::host && src_where == Location::host) {
-    std::memcpy(dst, src, size_bytes);
+    parallel_memcpy(dst, src, size_bytes);
     return;
   }
 #ifdef FZG_HAVE_CUDA
+  if (staged_copy(dst, dst_where, src, src_where, size_bytes, stream)) return;  // synchronous
   device_copy(dst, dst_where, src, src_where, size_bytes, stream, false);
 #else
   (void)stream;

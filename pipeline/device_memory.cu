@@ -70,6 +70,38 @@ void device_copy(void* dst, Location, const void* src, Location, size_t size_byt
 
 void device_synchronize(cudaStream_t stream) { FZG_CUDA_CHECK(cudaStreamSynchronize(stream)); }
 
+// The pieces buffer.cc needs to stage copies through page-locked memory.
+bool host_memory_is_pinned(const void* p) {
+  cudaPointerAttributes attributes;
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error of a failed query
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
+// Two page-locked bounce buffers of `chunk_bytes` and their events, made once and kept.
+void staging_buffers(size_t chunk_bytes, uint8_t** buffers, void** events) {
+  static uint8_t* kept[2] = {};
+  static cudaEvent_t kept_events[2] = {};
+  static std::once_flag once;
+  std::call_once(once, [chunk_bytes] {
+    for (int i = 0; i < 2; ++i) {
+      FZG_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&kept[i]), chunk_bytes));
+      FZG_CUDA_CHECK(cudaEventCreateWithFlags(&kept_events[i], cudaEventDisableTiming));
+    }
+  });
+  for (int i = 0; i < 2; ++i) buffers[i] = kept[i], events[i] = kept_events[i];
+}
+
+void copy_async(void* dst, const void* src, size_t size_bytes, cudaStream_t stream) {
+  FZG_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_bytes, cudaMemcpyDefault, stream));
+}
+void event_record(void* event, cudaStream_t stream) {
+  FZG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), stream));
+}
+void event_wait(void* event) { FZG_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+
 bool device_present() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;

@@ -12,37 +12,43 @@
 namespace fzg {
 
 namespace {
+// Reduced in the field's own type: min and max are exact in it, and f32 pairs move half the bytes.
+template <typename T>
 struct Range {
-  double lo, hi;
+  T lo, hi;
 };
 
 template <typename T>
 struct ToRange {
-  __device__ Range operator()(T v) const {
-    const double d = double(v);
-    return isfinite(d) ? Range{d, d} : Range{INFINITY, -INFINITY};
+  __device__ Range<T> operator()(T v) const {
+    return isfinite(v) ? Range<T>{v, v} : Range<T>{T(INFINITY), T(-INFINITY)};
   }
 };
 
+template <typename T>
 struct Widen {
-  __device__ Range operator()(const Range& a, const Range& b) const { return {fmin(a.lo, b.lo), fmax(a.hi, b.hi)}; }
+  __device__ Range<T> operator()(const Range<T>& a, const Range<T>& b) const {
+    return {a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+  }
 };
 
 template <typename T>
 void reduce_range(const T* data, uint64_t count, double* min, double* max, cudaStream_t stream) {
   auto ranges = thrust::make_transform_iterator(data, ToRange<T>{});
-  const Range identity{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
-  Buffer result = Buffer::device(sizeof(Range), stream);
+  const Range<T> identity{std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
+  Buffer result = Buffer::device(sizeof(Range<T>), stream);
   size_t temp_bytes = 0;
-  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, temp_bytes, ranges, result.as<Range>(), count, Widen{}, identity, stream));
+  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, temp_bytes, ranges, result.as<Range<T>>(), count, Widen<T>{},
+                                           identity, stream));
   Buffer temp = Buffer::device(temp_bytes, stream);
-  FZG_CUDA_CHECK(
-      cub::DeviceReduce::Reduce(temp.data(), temp_bytes, ranges, result.as<Range>(), count, Widen{}, identity, stream));
-  Range r;
+  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), temp_bytes, ranges, result.as<Range<T>>(), count, Widen<T>{},
+                                           identity, stream));
+  Range<T> r;
   FZG_CUDA_CHECK(cudaMemcpyAsync(&r, result.data(), sizeof r, cudaMemcpyDeviceToHost, stream));
   FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (r.lo > r.hi) r.lo = r.hi = 0;
-  *min = r.lo + 0.0, *max = r.hi + 0.0;  // -0 becomes +0, as on the CPU
+  double lo = double(r.lo), hi = double(r.hi);
+  if (lo > hi) lo = hi = 0;
+  *min = lo + 0.0, *max = hi + 0.0;  // -0 becomes +0, as on the CPU
 }
 }  // namespace
 
