@@ -11,7 +11,9 @@
 #include <iterator>
 #include <sstream>
 
+#include "bench/fzgpu_reference.hh"
 #include "pipeline/metrics.hh"
+#include "predictors/lorenzo/lorenzo.hh"
 #include "pipeline/timer.hh"
 
 namespace fzg::cli {
@@ -224,6 +226,13 @@ int run_eval(const EvalArgs& a) {
   const double ratio = bytes / double(file.size());
   const double c_gbs = bytes / (median(compress_ms) * 1e6), d_gbs = bytes / (median(decompress_ms) * 1e6);
   const std::string source = a.field.gen_kind.empty() ? a.field.input : "gen:" + a.field.gen_kind;
+  // The yardstick: the same codes (and fzg's outlier stream) in FZ-GPU's lossless format.
+  double fzgpu_ratio = 0;
+  if (bound.mode != ErrorMode::lossless) {
+    std::vector<uint16_t> codes(field.dims.count());
+    const Buffer outliers = lorenzo::encode_cpu(field.data, field.dtype, field.dims, out.header.quant, codes.data());
+    fzgpu_ratio = bytes / double(bench::fzgpu_format_bytes(codes.data(), codes.size()) + outliers.size());
+  }
   nlohmann::json report = {{"field", source},
                            {"dtype", a.field.type},
                            {"dims", field.dims.to_string()},
@@ -235,6 +244,7 @@ int run_eval(const EvalArgs& a) {
                            {"original_bytes", field.size_bytes()},
                            {"compressed_bytes", file.size()},
                            {"ratio", ratio},
+                           {"fzgpu_format_ratio", fzgpu_ratio},
                            {"bits_per_value", 8.0 * double(file.size()) / double(field.dims.count())},
                            {"psnr_db", m.psnr},
                            {"nrmse", m.nrmse},
@@ -253,6 +263,7 @@ int run_eval(const EvalArgs& a) {
     std::printf("  ratio        %.3f  (%.3f bits/value, %llu -> %llu bytes)\n", ratio,
                 8.0 * double(file.size()) / double(field.dims.count()), (unsigned long long)field.size_bytes(),
                 (unsigned long long)file.size());
+    if (fzgpu_ratio > 0) std::printf("  yardstick    %.3f with the same codes in FZ-GPU's format\n", fzgpu_ratio);
     std::printf("  PSNR         %.2f dB   NRMSE %.3g\n", m.psnr, m.nrmse);
     std::printf("  max error    %.4g absolute, %.4g of the value range; bound %.4g, points over it: %llu\n",
                 m.max_abs_error, m.max_rel_error, out.header.quant.error_bound, (unsigned long long)m.violations);
