@@ -138,36 +138,32 @@ void Buffer::shrink(size_t size_bytes) {
   size_ = size_bytes;
 }
 
-void copy_bytes(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
-                cudaStream_t stream) {
+namespace {
+void copy_between(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
+                  cudaStream_t stream, bool wait) {
   if (size_bytes == 0) return;
   if (dst_where == Location::host && src_where == Location::host) {
     parallel_memcpy(dst, src, size_bytes);
     return;
   }
 #ifdef FZG_HAVE_CUDA
-  if (staged_copy(dst, dst_where, src, src_where, size_bytes, stream)) return;
-  device_copy(dst, dst_where, src, src_where, size_bytes, stream, true);
+  if (staged_copy(dst, dst_where, src, src_where, size_bytes, stream)) return;  // always synchronous
+  device_copy(dst, dst_where, src, src_where, size_bytes, stream, wait);
 #else
-  (void)stream;
+  (void)stream, (void)wait;
   fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
 #endif
+}
+}  // namespace
+
+void copy_bytes(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
+                cudaStream_t stream) {
+  copy_between(dst, dst_where, src, src_where, size_bytes, stream, true);
 }
 
 void copy_bytes_async(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                       cudaStream_t stream) {
-  if (size_bytes == 0) return;
-  if (dst_where == Location::host && src_where == Location::host) {
-    parallel_memcpy(dst, src, size_bytes);
-    return;
-  }
-#ifdef FZG_HAVE_CUDA
-  if (staged_copy(dst, dst_where, src, src_where, size_bytes, stream)) return;  // synchronous
-  device_copy(dst, dst_where, src, src_where, size_bytes, stream, false);
-#else
-  (void)stream;
-  fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
-#endif
+  copy_between(dst, dst_where, src, src_where, size_bytes, stream, false);
 }
 
 void synchronize(cudaStream_t stream) {
