@@ -60,5 +60,7 @@ DeviceMemoryStats device_memory_stats();
 void reset_device_memory_peak();
 
 bool cuda_available();
+// Free memory on the current device (0 without CUDA).
+uint64_t device_free_bytes();
 
 }  // namespace fzg

@@ -102,6 +102,12 @@ void event_record(void* event, cudaStream_t stream) {
 }
 void event_wait(void* event) { FZG_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
 
+uint64_t device_free_bytes() {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+  return free_bytes;
+}
+
 bool device_present() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;

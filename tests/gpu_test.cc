@@ -56,6 +56,26 @@ TEST(Gpu, DeviceResidentRoundTripOnACallersStream) {
   EXPECT_EQ(testing::count_violations(host.as<float>(), result.as<float>(), d.count(), out.header.quant.error_bound), 0u);
 }
 
+// Sizes and offsets are 64-bit: a field past 4 GiB (1.1 G f32 values) round-trips on the GPU
+// within the bound. Skipped where the device has too little memory.
+TEST(Gpu, FieldOver4GiBRoundTripsWithinTheBound) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({1100, 1000, 1000});
+  const uint64_t bytes = d.count() * sizeof(float);
+  if (device_free_bytes() < 3 * bytes) GTEST_SKIP() << "needs " << 3 * bytes / 1e9 << " GB of device memory";
+  const Buffer host = synthesize(SynthKind::smooth, DType::f32, d);
+  CompressOptions options;
+  options.device = Device::cuda;
+  options.bound = {ErrorMode::rel, 1e-3};
+  const Buffer file = compress(Graph::default_fz(), {host.data(), Location::host, DType::f32, d}, options);
+  DecompressOptions back;
+  back.device = Device::cuda;
+  const Decompressed out = decompress(file, back);
+  ASSERT_EQ(out.data.size(), bytes);
+  EXPECT_EQ(testing::count_violations(host.as<float>(), out.data.as<float>(), d.count(), out.header.quant.error_bound),
+            0u);
+}
+
 TEST(Gpu, CorruptFilesAreErrorsOnTheGpuToo) {
   FZG_REQUIRE_GPU();
   const Dims d = Dims::make({40, 30, 7});

@@ -348,15 +348,59 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
     const Strip<TX, TY, TZ> strip(g, p);
     const uint16_t* src = codes + strip.global0;
+    if constexpr (TZ > 1) {
+      // 3D: a thread's points are one z-column (k = z, lane = x, warp = y), so the z and x
+      // prefix sums run in registers (a running sum, then warp shuffles); only y goes
+      // through shared memory. Escapes, rare, are patched in through shared memory first.
+      uint32_t v[Strip<TX, TY, TZ>::per_thread];
+      if (escape_begin == escape_end) {  // uniform across the block
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
-      q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
-    __syncthreads();
-    // Keys were validated (sorted, inside the field) before launch.
-    for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
-      q[o.escape_keys[i] - p.key0] = o.escape_deltas[i];
-    __syncthreads();
-    prefix_sums<TX, TY, TZ>(q);
+        for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
+          v[k] = strip.inside(k) ? uint32_t(decode_delta(*src)) : 0u;
+      } else {
+#pragma unroll
+        for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
+          q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
+        __syncthreads();
+        for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
+          q[o.escape_keys[i] - p.key0] = o.escape_deltas[i];
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
+      }
+#pragma unroll
+      for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
+      const uint32_t lane = threadIdx.x % 32;
+#pragma unroll
+      for (int k = 0; k < strip.per_thread; ++k) {
+#pragma unroll
+        for (int offset = 1; offset < 32; offset <<= 1) {
+          const uint32_t n = __shfl_up_sync(0xffffffffu, v[k], offset);
+          if (lane >= uint32_t(offset)) v[k] += n;
+        }
+        q[strip.local(k)] = int32_t(v[k]);
+      }
+      __syncthreads();
+      for (uint32_t c = threadIdx.x; c < TX * TZ; c += block_threads) {
+        uint32_t running = 0;
+        for (uint32_t ly = 0; ly < TY; ++ly) {
+          int32_t& cell = q[c % TX + TX * (ly + TY * (c / TX))];
+          running += uint32_t(cell);
+          cell = int32_t(running);
+        }
+      }
+      __syncthreads();
+    } else {
+#pragma unroll
+      for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
+        q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
+      __syncthreads();
+      // Keys were validated (sorted, inside the field) before launch.
+      for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
+        q[o.escape_keys[i] - p.key0] = o.escape_deltas[i];
+      __syncthreads();
+      prefix_sums<TX, TY, TZ>(q);
+    }
     T* dst = field + strip.global0;
 #pragma unroll
     for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step)
