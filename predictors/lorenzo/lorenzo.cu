@@ -147,11 +147,10 @@ struct Strip {
   __device__ uint32_t z(int k) const { return TZ > 1 ? lz + k : lz; }
 };
 
-// Pre-quantizes the tile into shared memory; returns how many of this thread's points are exact.
+// Pre-quantizes this thread's points into registers; returns how many of them are exact.
 template <typename T, int TX, int TY, int TZ>
-__device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, const QuantConstants& c,
-                              int32_t* q) {
-  const Strip<TX, TY, TZ> strip(g, p);
+__device__ uint32_t prequantize_strip(const T* field, const Strip<TX, TY, TZ>& strip, const QuantConstants& c,
+                                      int32_t (&q)[Strip<TX, TY, TZ>::per_thread]) {
   T values[Strip<TX, TY, TZ>::per_thread];
   const T* src = field + strip.global0;
 #pragma unroll
@@ -159,11 +158,43 @@ __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX,
   uint32_t exacts = 0;
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k) {
-    int32_t v = 0;
-    if (strip.inside(k)) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &v);
-    q[strip.cell(k)] = v;
+    q[k] = 0;
+    if (strip.inside(k)) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &q[k]);
   }
   return exacts;
+}
+
+// Pre-quantizes the tile into the bordered shared tile; returns this thread's exact count.
+template <typename T, int TX, int TY, int TZ>
+__device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, const QuantConstants& c,
+                              int32_t* halo) {
+  const Strip<TX, TY, TZ> strip(g, p);
+  int32_t q[Strip<TX, TY, TZ>::per_thread];
+  const uint32_t exacts = prequantize_strip(field, strip, c, q);
+#pragma unroll
+  for (int k = 0; k < strip.per_thread; ++k) halo[strip.cell(k)] = q[k];
+  return exacts;
+}
+
+// 3D deltas of one thread's z-column without the bordered tile: the Lorenzo operator is
+// (1 - Z)(1 - X)(1 - Y) q, so z differences in registers, x differences from the lane below
+// (a shuffle), y differences from the warp below through `plane` (one value per point).
+template <int TX, int TY, int TZ>
+__device__ void column_deltas(int32_t (&q)[Strip<TX, TY, TZ>::per_thread], const Strip<TX, TY, TZ>& strip,
+                              int32_t* plane) {
+  constexpr int n = Strip<TX, TY, TZ>::per_thread;
+  const uint32_t lane = threadIdx.x % 32;
+#pragma unroll
+  for (int k = n - 1; k > 0; --k) q[k] = wrapping_sub(q[k], q[k - 1]);
+#pragma unroll
+  for (int k = 0; k < n; ++k) {
+    const int32_t below = __shfl_up_sync(0xffffffffu, q[k], 1);
+    q[k] = wrapping_sub(q[k], lane == 0 ? 0 : below);
+    plane[strip.local(k)] = q[k];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < n; ++k) q[k] = wrapping_sub(q[k], strip.ly == 0 ? 0 : plane[strip.local(k) - TX]);
 }
 
 template <typename T, int TX, int TY, int TZ>
@@ -178,16 +209,25 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
   H::clear(q);
   for (uint32_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
-    const uint32_t exacts = load_tile(field, g, p, c, q);
-    __syncthreads();
-    uint32_t escapes = 0;
     const Strip<TX, TY, TZ> strip(g, p);
+    int32_t delta[Strip<TX, TY, TZ>::per_thread];
+    uint32_t exacts;
+    if constexpr (TZ > 1) {
+      exacts = prequantize_strip(field, strip, c, delta);
+      column_deltas(delta, strip, q);
+    } else {
+      exacts = load_tile(field, g, p, c, q);
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
+    }
+    uint32_t escapes = 0;
     uint16_t* dst = codes + strip.global0;
 #pragma unroll
     for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
       if (!strip.inside(k)) continue;
       uint16_t code;
-      escapes += !encode_delta(H::delta(q, strip.cell(k)), &code);
+      escapes += !encode_delta(delta[k], &code);
       *dst = code;
     }
     // A tile has at most 2048 of each: pack both counts in one reduction.
@@ -285,9 +325,11 @@ __global__ void tile_starts_kernel(const uint64_t* keys, uint64_t count, uint64_
     starts[t] = lower_bound(keys, count, t * volume);
 }
 
-// Inclusive prefix sums of the tile in shared memory, along x, then y, then z.
+// Inclusive prefix sums of a 1D or 2D tile in shared memory, along x, then y (3D tiles keep
+// z and x in registers: see decode_kernel).
 template <int TX, int TY, int TZ>
 __device__ void prefix_sums(int32_t* q) {
+  static_assert(TZ == 1, "3D tiles take the register path");
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
   if constexpr (TX == 32) {
@@ -319,17 +361,6 @@ __device__ void prefix_sums(int32_t* q) {
       uint32_t running = 0;
       for (uint32_t ly = 0; ly < TY; ++ly) {
         int32_t& cell = q[lx + TX * (ly + TY * lz)];
-        running += uint32_t(cell);
-        cell = int32_t(running);
-      }
-    }
-    __syncthreads();
-  }
-  if constexpr (TZ > 1) {
-    for (uint32_t c = threadIdx.x; c < TX * TY; c += block_threads) {
-      uint32_t running = 0;
-      for (uint32_t lz = 0; lz < TZ; ++lz) {
-        int32_t& cell = q[c + TX * TY * lz];
         running += uint32_t(cell);
         cell = int32_t(running);
       }
