@@ -27,7 +27,7 @@ skipped=$(grep -c "(Skipped)" "$out/ctest.log")
 
 # Benchmarks: synthetic cubes at growing sizes, f32 and f64, then the real fields.
 bench() { "$fzg" bench --device cuda --repeat 20 --warmup 3 --json "$@"; }
-bench --gen turbulent --sizes 1M,10M,100M -m rel -e 1e-3 >"$out/bench_turbulent_f32.json" 2>"$out/bench.err"
+bench --gen turbulent --sizes 1M,10M,100M,1G -m rel -e 1e-3 >"$out/bench_turbulent_f32.json" 2>"$out/bench.err"
 bench --gen turbulent -t f64 --sizes 10M,100M -m rel -e 1e-3 >"$out/bench_turbulent_f64.json" 2>>"$out/bench.err"
 bench --gen smooth --sizes 100M -m rel -e 1e-3 >"$out/bench_smooth_f32.json" 2>>"$out/bench.err"
 "$fzg" bench --device cuda --gen turbulent --sizes 100M -m rel -e 1e-3 --repeat 20 >"$out/bench_turbulent.txt" 2>&1
