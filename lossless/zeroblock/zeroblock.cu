@@ -102,23 +102,36 @@ struct GroupBit {
   __device__ uint64_t operator()(uint64_t g) const { return g < groups ? (bits[g / 32] >> (g % 32) & 1u) : 0u; }
 };
 
-struct FlagPopCount {
-  const uint32_t* block_flags;
-  uint64_t count;
-  __device__ uint64_t operator()(uint64_t k) const { return k < count ? __popc(block_flags[k]) : 0u; }
+struct DensePopCount {
+  const uint32_t* group_flags;
+  uint64_t groups;
+  __device__ uint64_t operator()(uint64_t g) const { return g < groups ? __popc(group_flags[g]) : 0u; }
 };
 
 struct Plus {
   __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a + b; }
 };
 
-// Corrupt-input checks the CPU makes too: an empty flag word, flags past the last block.
-__global__ void check_flags_kernel(StreamView v, uint64_t groups, uint64_t blocks, uint64_t* bad) {
-  for (uint64_t g = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; g < groups; g += uint64_t(gridDim.x) * blockDim.x) {
-    if (!v.group_set(g)) continue;
-    const uint32_t flags = v.flags_of(g);
-    const uint64_t valid = blocks - g * blocks_per_group;
-    if (flags == 0 || (valid < blocks_per_group && (flags >> valid) != 0)) *bad = 1;
+// Decode step 2: each group's flag word, fetched once into a dense array, with the checks the
+// CPU makes too (a set group bit past G, a flag word past the stream, an empty flag word, a flag
+// past the last block). Thread 0 also copies the count of set groups beside the totals.
+__global__ void resolve_groups_kernel(const uint32_t* group_bits, const uint32_t* block_flags,
+                                      const uint64_t* flag_index, uint64_t groups, uint64_t blocks, uint64_t available,
+                                      uint32_t* group_flags, uint64_t* totals) {
+  const uint64_t first = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+  if (first == 0) {
+    totals[2] = flag_index[groups];
+    if (groups % 32 && (group_bits[(groups - 1) / 32] >> (groups % 32)) != 0) totals[1] = 1;
+  }
+  for (uint64_t g = first; g < groups; g += uint64_t(gridDim.x) * blockDim.x) {
+    uint32_t flags = 0;
+    if (group_bits[g / 32] >> (g % 32) & 1u) {
+      const uint64_t slot = flag_index[g];
+      flags = slot < available ? block_flags[slot] : 0u;
+      const uint64_t valid = blocks - g * blocks_per_group;
+      if (flags == 0 || (valid < blocks_per_group && (flags >> valid) != 0)) totals[1] = 1;
+    }
+    group_flags[g] = flags;
   }
 }
 
@@ -155,30 +168,26 @@ void write_group_bits(const uint32_t* flags, uint64_t groups, uint32_t* bits, cu
 DecodePlan plan_decode(const uint32_t* input, uint64_t input_bytes, const Layout& L, cudaStream_t stream) {
   require_data(input_bytes % 4 == 0 && input_bytes / 4 >= L.group_flag_words, "zero-block flags");
   const uint64_t available = input_bytes / 4 - L.group_flag_words;
-  if (L.groups % 32) {
-    const uint32_t last = read_back(input + L.group_flag_words - 1, stream);
-    require_data((last >> (L.groups % 32)) == 0, "zero-block group flags");
-  }
+  const uint32_t* block_flags = input + L.group_flag_words;
   DecodePlan plan;
-  // flag_index[groups + 1] | block_start[available + 1] | bad flag
-  plan.scratch = Buffer::device((L.groups + 1 + available + 1 + 1) * sizeof(uint64_t), stream);
+  // flag_index[groups + 1] | block_index[groups + 1] | bad | set groups | group_flags[groups]
+  plan.scratch = Buffer::device((2 * (L.groups + 1) + 2) * sizeof(uint64_t) + L.groups * sizeof(uint32_t), stream);
   uint64_t* flag_index = plan.scratch.as<uint64_t>();
-  uint64_t* block_start = flag_index + L.groups + 1;
+  uint64_t* block_index = flag_index + L.groups + 1;
+  uint64_t* totals = block_index + L.groups;  // [0] blocks (the scan's total), [1] bad, [2] set groups
+  auto* group_flags = reinterpret_cast<uint32_t*>(totals + 3);
   scan_with_total(GroupBit{input, L.groups}, L.groups, flag_index, Plus{}, uint64_t(0), stream);
-  const uint64_t nonzero_groups = read_back(flag_index + L.groups, stream);
-  require_data(nonzero_groups <= available, "zero-block block flags");
-  plan.view = {input, input + L.group_flag_words, input + L.group_flag_words + nonzero_groups, flag_index, block_start};
-  scan_with_total(FlagPopCount{plan.view.block_flags, nonzero_groups}, nonzero_groups, block_start, Plus{}, uint64_t(0),
-                  stream);
-  uint64_t* bad = block_start + nonzero_groups + 1;
-  FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(uint64_t), stream));
-  check_flags_kernel<<<grid_for(L.groups, 256), 256, 0, stream>>>(plan.view, L.groups, L.blocks, bad);
+  FZG_CUDA_CHECK(cudaMemsetAsync(totals + 1, 0, sizeof(uint64_t), stream));
+  resolve_groups_kernel<<<grid_for(L.groups, 256), 256, 0, stream>>>(input, block_flags, flag_index, L.groups, L.blocks,
+                                                                      available, group_flags, totals);
   FZG_CUDA_CHECK_LAUNCH();
-  uint64_t tail[2];  // block total and bad flag, adjacent: one read
-  FZG_CUDA_CHECK(cudaMemcpyAsync(tail, block_start + nonzero_groups, sizeof tail, cudaMemcpyDeviceToHost, stream));
+  scan_with_total(DensePopCount{group_flags, L.groups}, L.groups, block_index, Plus{}, uint64_t(0), stream);
+  uint64_t t[3];
+  FZG_CUDA_CHECK(cudaMemcpyAsync(t, totals, sizeof t, cudaMemcpyDeviceToHost, stream));
   FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  require_data(tail[1] == 0, "zero-block block flags");
-  require_data(available == nonzero_groups + tail[0] * L.block_words, "zero-block stream size");
+  require_data(t[1] == 0 && t[2] <= available, "zero-block block flags");
+  require_data(available == t[2] + t[0] * L.block_words, "zero-block stream size");
+  plan.view = {group_flags, block_index, block_flags + t[2]};
   return plan;
 }
 

@@ -18,17 +18,15 @@ GroupOffset plan_encode(const uint32_t* flags, uint64_t groups, GroupOffset* off
 // Encode: the first-level bitmap, one bit per group.
 void write_group_bits(const uint32_t* flags, uint64_t groups, uint32_t* bits, cudaStream_t stream);
 
-// Decode: a parsed, validated stream (throws corrupt_data like the CPU decoder).
+// Decode: a parsed, validated stream, resolved to one flag word and one block offset per
+// group so that expanding a group takes two independent loads, not a chain of four.
 struct StreamView {
-  const uint32_t* group_bits;
-  const uint32_t* block_flags;
+  const uint32_t* group_flags;  // per group: its block flags, 0 for an empty group
+  const uint64_t* block_index;  // per group: its first block's slot
   const uint32_t* blocks;
-  const uint64_t* flag_index;   // per group: which flag word (valid where its bit is set)
-  const uint64_t* block_start;  // per flag word: its first block slot
 
-  __device__ bool group_set(uint64_t g) const { return group_bits[g / 32] >> (g % 32) & 1u; }
-  __device__ uint32_t flags_of(uint64_t g) const { return group_set(g) ? block_flags[flag_index[g]] : 0u; }
-  __device__ uint64_t first_block(uint64_t g) const { return block_start[flag_index[g]]; }
+  __device__ uint32_t flags_of(uint64_t g) const { return group_flags[g]; }
+  __device__ uint64_t first_block(uint64_t g) const { return block_index[g]; }
 };
 
 struct DecodePlan {
