@@ -5,8 +5,9 @@
 // (flag word present, popcount) pairs places everything; `place_kernel` writes the flag word
 // and non-zero blocks of each non-empty group (reads only the non-zero part again) and
 // `group_bits_kernel` packs one bit per group.
-// Decode: a scan over the group bits finds each group's flag word, a scan over the flag
-// words' popcounts finds each block's slot; one warp per group writes its blocks or zeros.
+// Decode: a scan over the group bits finds each group's flag word, `resolve_groups_kernel`
+// copies it into a dense per-group array (checking it), a scan over the popcounts gives each
+// group's first block; one warp per group then writes its blocks or zeros.
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>

@@ -11,9 +11,12 @@
 //      (bytes per value: sizeof(T) read + 2 written).
 //   2. scan the per-tile counts (CUB), then `place_outliers` revisits only the tiles that have
 //      outliers and writes them at their scanned offsets, in key order (a block scan).
-// Decompression is one pass: codes -> deltas in shared memory, escapes patched in, prefix
-// sums along x (warp shuffles, or a block scan for 1D), y and z, x' = T(q * step) written,
-// exact values written last (2 bytes read + sizeof(T) written per value).
+// In 3D a thread's eight points form one z-column (lane = x, warp = y), so the separable
+// Lorenzo operator runs mostly in registers: z in a running difference or sum, x by warp
+// shuffles, only y through shared memory. 1D and 2D tiles use a zero-bordered shared tile.
+// Decompression is one pass: deltas (escapes patched in), prefix sums along each axis,
+// x' = T(q * step) written, exact values written last (2 bytes read + sizeof(T) written per
+// value).
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
@@ -325,6 +328,31 @@ __global__ void tile_starts_kernel(const uint64_t* keys, uint64_t count, uint64_
     starts[t] = lower_bound(keys, count, t * volume);
 }
 
+__device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v) {
+  const uint32_t lane = threadIdx.x % 32;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const uint32_t n = __shfl_up_sync(0xffffffffu, v, offset);
+    if (lane >= uint32_t(offset)) v += n;
+  }
+  return v;
+}
+
+// Inclusive prefix sums along y of the tile in shared memory: a thread per (x, z) column.
+template <int TX, int TY, int TZ>
+__device__ void prefix_along_y(int32_t* q) {
+  for (uint32_t c = threadIdx.x; c < TX * TZ; c += block_threads) {
+    const uint32_t lx = c % TX, lz = c / TX;
+    uint32_t running = 0;
+    for (uint32_t ly = 0; ly < TY; ++ly) {
+      int32_t& cell = q[lx + TX * (ly + TY * lz)];
+      running += uint32_t(cell);
+      cell = int32_t(running);
+    }
+  }
+  __syncthreads();
+}
+
 // Inclusive prefix sums of a 1D or 2D tile in shared memory, along x, then y (3D tiles keep
 // z and x in registers: see decode_kernel).
 template <int TX, int TY, int TZ>
@@ -333,19 +361,11 @@ __device__ void prefix_sums(int32_t* q) {
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
   if constexpr (TX == 32) {
-    const uint32_t lane = threadIdx.x % 32;
-    for (uint32_t row = threadIdx.x / 32; row < TY * TZ; row += block_threads / 32) {
-      uint32_t v = uint32_t(q[row * 32 + lane]);
-#pragma unroll
-      for (int offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t n = __shfl_up_sync(0xffffffffu, v, offset);
-        if (lane >= uint32_t(offset)) v += n;
-      }
-      q[row * 32 + lane] = int32_t(v);
-    }
+    for (uint32_t row = threadIdx.x / 32; row < TY; row += block_threads / 32)
+      q[row * 32 + threadIdx.x % 32] = int32_t(warp_inclusive_sum(uint32_t(q[row * 32 + threadIdx.x % 32])));
   } else {
     constexpr int per_thread = TX / block_threads;
-    static_assert(TY == 1 && TZ == 1 && TX % block_threads == 0, "1D tiles are whole multiples of the block");
+    static_assert(TY == 1 && TX % block_threads == 0, "1D tiles are whole multiples of the block");
     uint32_t v[per_thread], sum = 0;
 #pragma unroll
     for (int i = 0; i < per_thread; ++i) v[i] = (sum += uint32_t(q[threadIdx.x * per_thread + i]));
@@ -355,18 +375,21 @@ __device__ void prefix_sums(int32_t* q) {
     for (int i = 0; i < per_thread; ++i) q[threadIdx.x * per_thread + i] = int32_t(v[i] + before);
   }
   __syncthreads();
-  if constexpr (TY > 1) {
-    for (uint32_t c = threadIdx.x; c < TX * TZ; c += block_threads) {
-      const uint32_t lx = c % TX, lz = c / TX;
-      uint32_t running = 0;
-      for (uint32_t ly = 0; ly < TY; ++ly) {
-        int32_t& cell = q[lx + TX * (ly + TY * lz)];
-        running += uint32_t(cell);
-        cell = int32_t(running);
-      }
-    }
-    __syncthreads();
-  }
+  if constexpr (TY > 1) prefix_along_y<TX, TY, TZ>(q);
+}
+
+// The tile's deltas into shared memory, escapes patched in (keys validated before launch).
+template <int TX, int TY, int TZ>
+__device__ void load_deltas(const uint16_t* codes, const Strip<TX, TY, TZ>& strip, const OutlierSource& o,
+                            uint64_t escape_begin, uint64_t escape_end, uint64_t key0, int32_t* q) {
+  const uint16_t* src = codes + strip.global0;
+#pragma unroll
+  for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
+    q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
+  __syncthreads();
+  for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
+    q[o.escape_keys[i] - key0] = o.escape_deltas[i];
+  __syncthreads();
 }
 
 template <typename T, int TX, int TY, int TZ>
@@ -378,58 +401,29 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
     const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
     const Strip<TX, TY, TZ> strip(g, p);
-    const uint16_t* src = codes + strip.global0;
     if constexpr (TZ > 1) {
       // 3D: a thread's points are one z-column (k = z, lane = x, warp = y), so the z and x
       // prefix sums run in registers (a running sum, then warp shuffles); only y goes
       // through shared memory. Escapes, rare, are patched in through shared memory first.
       uint32_t v[Strip<TX, TY, TZ>::per_thread];
       if (escape_begin == escape_end) {  // uniform across the block
+        const uint16_t* src = codes + strip.global0;
 #pragma unroll
         for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
           v[k] = strip.inside(k) ? uint32_t(decode_delta(*src)) : 0u;
       } else {
-#pragma unroll
-        for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
-          q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
-        __syncthreads();
-        for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
-          q[o.escape_keys[i] - p.key0] = o.escape_deltas[i];
-        __syncthreads();
+        load_deltas(codes, strip, o, escape_begin, escape_end, p.key0, q);
 #pragma unroll
         for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
       }
 #pragma unroll
       for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
-      const uint32_t lane = threadIdx.x % 32;
 #pragma unroll
-      for (int k = 0; k < strip.per_thread; ++k) {
-#pragma unroll
-        for (int offset = 1; offset < 32; offset <<= 1) {
-          const uint32_t n = __shfl_up_sync(0xffffffffu, v[k], offset);
-          if (lane >= uint32_t(offset)) v[k] += n;
-        }
-        q[strip.local(k)] = int32_t(v[k]);
-      }
+      for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(warp_inclusive_sum(v[k]));
       __syncthreads();
-      for (uint32_t c = threadIdx.x; c < TX * TZ; c += block_threads) {
-        uint32_t running = 0;
-        for (uint32_t ly = 0; ly < TY; ++ly) {
-          int32_t& cell = q[c % TX + TX * (ly + TY * (c / TX))];
-          running += uint32_t(cell);
-          cell = int32_t(running);
-        }
-      }
-      __syncthreads();
+      prefix_along_y<TX, TY, TZ>(q);
     } else {
-#pragma unroll
-      for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
-        q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
-      __syncthreads();
-      // Keys were validated (sorted, inside the field) before launch.
-      for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
-        q[o.escape_keys[i] - p.key0] = o.escape_deltas[i];
-      __syncthreads();
+      load_deltas(codes, strip, o, escape_begin, escape_end, p.key0, q);
       prefix_sums<TX, TY, TZ>(q);
     }
     T* dst = field + strip.global0;
