@@ -29,28 +29,33 @@ uint64_t checksum_host(const void* data, size_t size_bytes) {
   return sum + checksum_mix(uint64_t(size_bytes));
 }
 
-std::vector<uint64_t> checksums(const std::vector<Buffer>& buffers, cudaStream_t stream) {
-  std::vector<uint64_t> sums(buffers.size());
+PendingChecksums::PendingChecksums(const std::vector<Buffer>& buffers, cudaStream_t stream)
+    : sums_(buffers.size()), on_device_(buffers.size()), sizes_(buffers.size()), stream_(stream) {
   bool any_on_device = false;
   for (size_t i = 0; i < buffers.size(); ++i) {
-    if (buffers[i].on_device()) any_on_device = true;
-    else sums[i] = checksum_host(buffers[i].data(), buffers[i].size());
+    on_device_[i] = buffers[i].on_device();
+    sizes_[i] = buffers[i].size();
+    any_on_device = any_on_device || on_device_[i];
+    if (!on_device_[i]) sums_[i] = checksum_host(buffers[i].data(), buffers[i].size());
   }
-  if (!any_on_device) return sums;
+  if (!any_on_device) return;
 #ifdef FZG_HAVE_CUDA
-  Buffer partial = Buffer::device(buffers.size() * sizeof(uint64_t), stream);
+  partial_ = Buffer::device(buffers.size() * sizeof(uint64_t), stream);
   for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].on_device())
-      checksum_terms_device(buffers[i].data(), buffers[i].size(), partial.as<uint64_t>() + i, stream);
-  std::vector<uint64_t> device_sums(buffers.size());
-  copy_bytes(device_sums.data(), Location::host, partial.data(), Location::device, partial.size(), stream);
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].on_device()) sums[i] = device_sums[i] + checksum_mix(uint64_t(buffers[i].size()));
-  return sums;
+    if (on_device_[i]) checksum_terms_device(buffers[i].data(), buffers[i].size(), partial_.as<uint64_t>() + i, stream);
 #else
-  (void)stream;
   fail(ErrorCode::unsupported, "device buffer in a build without CUDA");
 #endif
+}
+
+std::vector<uint64_t> PendingChecksums::finish() {
+  if (partial_.size() == 0) return sums_;
+  std::vector<uint64_t> device_sums(sums_.size());
+  copy_bytes(device_sums.data(), Location::host, partial_.data(), Location::device, partial_.size(), stream_);
+  for (size_t i = 0; i < sums_.size(); ++i)
+    if (on_device_[i]) sums_[i] = device_sums[i] + checksum_mix(uint64_t(sizes_[i]));
+  partial_ = Buffer();
+  return sums_;
 }
 
 }  // namespace fzg

@@ -23,8 +23,24 @@ inline uint64_t checksum_mix(uint64_t z) {
 }
 
 uint64_t checksum_host(const void* data, size_t size_bytes);
-// Computes on the GPU for device buffers, on the CPU otherwise; device sums are read back
-// together, in one synchronization.
-std::vector<uint64_t> checksums(const std::vector<Buffer>& buffers, cudaStream_t stream);
+// Checksums of several buffers: host buffers are summed on the CPU at once, device buffers by
+// kernels launched on `stream` that run while the caller goes on; finish() waits for them
+// (one synchronization for all) and returns every sum.
+class PendingChecksums {
+ public:
+  PendingChecksums(const std::vector<Buffer>& buffers, cudaStream_t stream);
+  std::vector<uint64_t> finish();
+
+ private:
+  std::vector<uint64_t> sums_;
+  std::vector<bool> on_device_;
+  std::vector<uint64_t> sizes_;
+  Buffer partial_;  // device sums
+  cudaStream_t stream_;
+};
+
+inline std::vector<uint64_t> checksums(const std::vector<Buffer>& buffers, cudaStream_t stream) {
+  return PendingChecksums(buffers, stream).finish();
+}
 
 }  // namespace fzg
