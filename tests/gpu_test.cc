@@ -98,7 +98,7 @@ TEST(Gpu, CorruptFilesAreErrorsOnTheGpuToo) {
         EXPECT_EQ(out.data.size(), field.size());
         EXPECT_EQ(std::memcmp(out.data.data(), decompress(file, {}).data.data(), field.size()), 0);
       } catch (const Error& e) {
-        EXPECT_EQ(e.code(), ErrorCode::corrupt_data) << e.what();
+        EXPECT_TRUE(e.code() == ErrorCode::corrupt_data || e.code() == ErrorCode::unsupported) << e.what();
       }
     }
   }
