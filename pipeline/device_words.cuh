@@ -24,4 +24,22 @@ __device__ __forceinline__ void store_word(uint8_t* bytes, uint64_t size_bytes, 
 __device__ __forceinline__ uint64_t global_warp() { return (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; }
 __device__ __forceinline__ uint64_t warp_count() { return uint64_t(gridDim.x) * blockDim.x / 32; }
 
+// Walks the calling warp over tiles of 32 words, grid-stride: tiles below `whole_tiles` in
+// passes of N, all N loads issued before any tile is processed; the tiles after them (a
+// ragged last one included) one at a time. load(t, whole) returns this lane's word of tile t;
+// process(t, word, whole) consumes it. `whole` says the tile lies entirely inside the buffer,
+// so the plain-pointer paths can be taken.
+template <int N, typename Load, typename Process>
+__device__ __forceinline__ void for_each_tile(uint64_t whole_tiles, uint64_t tiles, Load load, Process process) {
+  const uint64_t in_passes = whole_tiles / N * N;
+  for (uint64_t base = global_warp() * N; base < in_passes; base += warp_count() * N) {
+    uint32_t words[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) words[k] = load(base + k, true);
+#pragma unroll
+    for (int k = 0; k < N; ++k) process(base + k, words[k], true);
+  }
+  for (uint64_t t = in_passes + global_warp(); t < tiles; t += warp_count()) process(t, load(t, t < whole_tiles), t < whole_tiles);
+}
+
 }  // namespace fzg

@@ -21,9 +21,8 @@ constexpr int warps_per_block = block_threads / 32;
 constexpr int tiles_per_pass = 4;
 using bitshuffle::tile_words;
 
-// Each kernel walks whole tiles in passes of `tiles_per_pass` through plain word pointers (the
-// loads of a pass issue together, no bounds logic), then the few tiles left over, including a
-// ragged last one, one at a time through the byte-safe helpers.
+// The kernels walk tiles with for_each_tile (device_words.cuh): whole tiles in passes of
+// `tiles_per_pass` through plain word pointers, the ragged rest through the byte-safe helpers.
 
 __device__ __forceinline__ void flag_tile(uint64_t t, uint32_t word, uint32_t* flags) {
   // Plane b of the tile is non-zero when any word has bit b: one OR across the warp, no
@@ -36,18 +35,13 @@ __device__ __forceinline__ void flag_tile(uint64_t t, uint32_t word, uint32_t* f
 __global__ void __launch_bounds__(block_threads) flags_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
                                                               uint64_t tiles, uint32_t* __restrict__ flags) {
   const uint32_t lane = threadIdx.x % 32;
-  const uint64_t main_tiles = input_bytes / bitshuffle::tile_bytes / tiles_per_pass * tiles_per_pass;
   const auto* words = reinterpret_cast<const uint32_t*>(input);
-  for (uint64_t base = global_warp() * tiles_per_pass; base < main_tiles; base += warp_count() * tiles_per_pass) {
-    const uint32_t* src = words + base * tile_words + lane;
-    uint32_t w[tiles_per_pass];
-#pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) w[k] = src[k * tile_words];
-#pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) flag_tile(base + k, w[k], flags);
-  }
-  for (uint64_t t = main_tiles + global_warp(); t < tiles; t += warp_count())
-    flag_tile(t, load_word(input, input_bytes, t * tile_words + lane), flags);
+  for_each_tile<tiles_per_pass>(
+      input_bytes / bitshuffle::tile_bytes, tiles,
+      [&](uint64_t t, bool whole) {
+        return whole ? words[t * tile_words + lane] : load_word(input, input_bytes, t * tile_words + lane);
+      },
+      [&](uint64_t t, uint32_t word, bool) { flag_tile(t, word, flags); });
 }
 
 __device__ __forceinline__ void place_tile(uint32_t group, uint32_t word, const zeroblock::GroupOffset& at,
@@ -90,18 +84,14 @@ __device__ __forceinline__ uint32_t stored_word(const zeroblock::StreamView& v, 
 __global__ void __launch_bounds__(block_threads) expand_kernel(zeroblock::StreamView v, uint64_t tiles,
                                                                uint8_t* __restrict__ output, uint64_t output_bytes) {
   const uint32_t lane = threadIdx.x % 32;
-  const uint64_t main_tiles = output_bytes / bitshuffle::tile_bytes / tiles_per_pass * tiles_per_pass;
   auto* words = reinterpret_cast<uint32_t*>(output);
-  for (uint64_t base = global_warp() * tiles_per_pass; base < main_tiles; base += warp_count() * tiles_per_pass) {
-    uint32_t packed[tiles_per_pass];
-#pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) packed[k] = stored_word(v, base + k);
-    uint32_t* dst = words + base * tile_words + lane;
-#pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) dst[k * tile_words] = bitshuffle::unshuffle_warp(packed[k]);
-  }
-  for (uint64_t t = main_tiles + global_warp(); t < tiles; t += warp_count())
-    store_word(output, output_bytes, t * tile_words + lane, bitshuffle::unshuffle_warp(stored_word(v, t)));
+  for_each_tile<tiles_per_pass>(
+      output_bytes / bitshuffle::tile_bytes, tiles, [&](uint64_t t, bool) { return stored_word(v, t); },
+      [&](uint64_t t, uint32_t packed, bool whole) {
+        const uint32_t word = bitshuffle::unshuffle_warp(packed);
+        if (whole) words[t * tile_words + lane] = word;
+        else store_word(output, output_bytes, t * tile_words + lane, word);
+      });
 }
 
 unsigned blocks_for(uint64_t tiles) { return grid_for(tiles, uint64_t(warps_per_block) * tiles_per_pass); }
