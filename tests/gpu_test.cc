@@ -37,6 +37,44 @@ TEST_P(GpuMatchesCpu, IdenticalFilesAndReconstructions) {
 INSTANTIATE_TEST_SUITE_P(Cases, GpuMatchesCpu, ::testing::ValuesIn(testing::round_trip_cases()),
                          [](const auto& info) { return info.param.name; });
 
+// The stages' own kernels (not only the fused default path) write the CPU's bytes: other
+// block sizes, zero-block straight on the codes, and lossless mode on raw integers.
+TEST(Gpu, OtherConfigsMatchTheCpuByteForByte) {
+  FZG_REQUIRE_GPU();
+  std::vector<Graph> graphs;
+  for (int block_words : {1, 2, 4, 8})
+    graphs.push_back(Graph::from_text(R"({"stages": [
+      {"id": "p", "type": "lorenzo", "inputs": {"field": "input"}},
+      {"id": "s", "type": "bitshuffle", "inputs": {"in": "p.codes"}},
+      {"id": "z", "type": "zero-block", "inputs": {"in": "s.out"}, "params": {"block_words": )" +
+                                      std::to_string(block_words) + R"(}}],
+      "store": ["z.out", "p.outliers"]})"));
+  graphs.push_back(Graph::from_text(R"({"stages": [
+      {"id": "p", "type": "lorenzo", "inputs": {"field": "input"}},
+      {"id": "z", "type": "zero-block", "inputs": {"in": "p.codes"}, "params": {"block_words": 2}}],
+      "store": ["z.out", "p.outliers"]})"));
+  const std::vector<std::pair<std::vector<uint64_t>, testing::Hazard>> fields = {
+      {{1023}, testing::Hazard::noise}, {{31, 33}, testing::Hazard::nan_inf}, {{67, 13, 17}, testing::Hazard::smooth}};
+  for (const auto& graph : graphs)
+    for (const auto& [shape, hazard] : fields)
+      for (ErrorBound bound : {ErrorBound{ErrorMode::rel, 1e-3}, ErrorBound{ErrorMode::lossless, 0}}) {
+        const Dims d = Dims::make(shape);
+        const Buffer bytes = testing::host_buffer(testing::make_values<float>(hazard, d.count()));
+        const FieldRef field{bytes.data(), Location::host, bound.mode == ErrorMode::lossless ? DType::u32 : DType::f32, d};
+        CompressOptions cpu, gpu;
+        cpu.bound = gpu.bound = bound;
+        gpu.device = Device::cuda;
+        const Buffer a = compress(graph, field, cpu), b = compress(graph, field, gpu);
+        ASSERT_EQ(a.size(), b.size()) << graph.to_json().dump();
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0) << graph.to_json().dump();
+        DecompressOptions on_gpu;
+        on_gpu.device = Device::cuda;
+        const Decompressed x = decompress(a, on_gpu), y = decompress(b, {});
+        ASSERT_EQ(x.data.size(), y.data.size());
+        EXPECT_EQ(std::memcmp(x.data.data(), y.data.data(), x.data.size()), 0);
+      }
+}
+
 TEST(Gpu, DeviceResidentRoundTripOnACallersStream) {
   FZG_REQUIRE_GPU();
   const Dims d = Dims::make({96, 64, 40});
