@@ -40,21 +40,24 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint32_t* _
       });
 }
 
-unsigned blocks_for(uint64_t tiles) { return grid_for(tiles, uint64_t(warps_per_block) * tiles_per_pass); }
+template <typename Kernel>
+unsigned blocks_for(Kernel kernel, uint64_t tiles) {
+  return resident_grid(kernel, block_threads, tiles, uint64_t(warps_per_block) * tiles_per_pass);
+}
 
 }  // namespace
 
 void encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t* output, cudaStream_t stream) {
   const uint64_t tiles = shuffled_size(input_bytes) / tile_bytes;
   if (tiles == 0) return;
-  encode_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, input_bytes, output, tiles);
+  encode_kernel<<<blocks_for(encode_kernel, tiles), block_threads, 0, stream>>>(input, input_bytes, output, tiles);
   FZG_CUDA_CHECK_LAUNCH();
 }
 
 void decode_cuda(const uint32_t* input, uint8_t* output, uint64_t output_bytes, cudaStream_t stream) {
   const uint64_t tiles = shuffled_size(output_bytes) / tile_bytes;
   if (tiles == 0) return;
-  decode_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, output, output_bytes, tiles);
+  decode_kernel<<<blocks_for(decode_kernel, tiles), block_threads, 0, stream>>>(input, output, output_bytes, tiles);
   FZG_CUDA_CHECK_LAUNCH();
 }
 

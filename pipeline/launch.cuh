@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
+#include <unordered_map>
 
 #include "pipeline/cuda_check.cuh"
 
@@ -25,6 +27,29 @@ inline unsigned grid_for(uint64_t work_items, uint64_t items_per_block, int bloc
   const uint64_t needed = (work_items + items_per_block - 1) / items_per_block;
   const uint64_t cap = uint64_t(multiprocessor_count()) * blocks_per_sm;
   return unsigned(std::max<uint64_t>(1, std::min(needed, cap)));
+}
+
+// How many blocks of `kernel` fit on one SM at once (queried once per kernel).
+template <typename Kernel>
+int resident_blocks_per_sm(Kernel kernel, int block_threads) {
+  static std::mutex mutex;
+  static std::unordered_map<const void*, int> known;
+  const void* key = reinterpret_cast<const void*>(kernel);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  int blocks = 0;
+  FZG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, 0));
+  return known[key] = std::max(blocks, 1);
+}
+
+// A grid-stride kernel's grid: at most one wave of resident blocks, so every block takes an
+// equal share of the work and no partial second wave leaves SMs idle at the end.
+template <typename Kernel>
+unsigned resident_grid(Kernel kernel, int block_threads, uint64_t work_items, uint64_t items_per_block) {
+  const uint64_t needed = (work_items + items_per_block - 1) / items_per_block;
+  const uint64_t resident = uint64_t(multiprocessor_count()) * resident_blocks_per_sm(kernel, block_threads);
+  return unsigned(std::max<uint64_t>(1, std::min(needed, resident)));
 }
 
 // Reads a device value back to the host (a synchronization point, used where a size decides

@@ -94,7 +94,10 @@ __global__ void __launch_bounds__(block_threads) expand_kernel(zeroblock::Stream
       });
 }
 
-unsigned blocks_for(uint64_t tiles) { return grid_for(tiles, uint64_t(warps_per_block) * tiles_per_pass); }
+template <typename Kernel>
+unsigned blocks_for(Kernel kernel, uint64_t tiles) {
+  return resident_grid(kernel, block_threads, tiles, uint64_t(warps_per_block) * tiles_per_pass);
+}
 
 }  // namespace
 
@@ -105,12 +108,13 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
   Buffer scratch = Buffer::device((tiles + 1) * sizeof(zeroblock::GroupOffset) + tiles * sizeof(uint32_t), stream);
   auto* offsets = scratch.as<zeroblock::GroupOffset>();
   auto* flags = reinterpret_cast<uint32_t*>(offsets + tiles + 1);
-  flags_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags);
+  flags_kernel<<<blocks_for(flags_kernel, tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags);
   FZG_CUDA_CHECK_LAUNCH();
   const zeroblock::GroupOffset total = zeroblock::plan_encode(flags, tiles, offsets, stream);
   Buffer out = Buffer::device(4 * (L.group_flag_words + total.flag + total.block), stream);
   uint32_t* block_flags = out.as<uint32_t>() + L.group_flag_words;
-  place_kernel<<<blocks_for(tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags, offsets, block_flags,
+  place_kernel<<<blocks_for(place_kernel, tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags, offsets,
+                                                                             block_flags,
                                                                 block_flags + total.flag);
   FZG_CUDA_CHECK_LAUNCH();
   zeroblock::write_group_bits(flags, tiles, out.as<uint32_t>(), stream);
@@ -122,7 +126,8 @@ void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, u
   const zeroblock::Layout L(bitshuffle::shuffled_size(output_bytes), 1);
   if (L.groups == 0) return require_data(input_bytes == 0, "zero-block stream size");
   const zeroblock::DecodePlan plan = zeroblock::plan_decode(input, input_bytes, L, stream);
-  expand_kernel<<<blocks_for(L.groups), block_threads, 0, stream>>>(plan.view, L.groups, output, output_bytes);
+  expand_kernel<<<blocks_for(expand_kernel, L.groups), block_threads, 0, stream>>>(plan.view, L.groups, output,
+                                                                                   output_bytes);
   FZG_CUDA_CHECK_LAUNCH();
 }
 

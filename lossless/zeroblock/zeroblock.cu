@@ -152,7 +152,10 @@ __global__ void __launch_bounds__(block_threads) expand_kernel(StreamView v, Sha
   }
 }
 
-unsigned warps_grid(uint64_t groups) { return grid_for(groups, warps_per_block); }
+template <typename Kernel>
+unsigned warps_grid(Kernel kernel, uint64_t groups) {
+  return resident_grid(kernel, block_threads, groups, warps_per_block);
+}
 
 }  // namespace
 
@@ -199,12 +202,12 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_wo
   Buffer scratch = Buffer::device((L.groups + 1) * sizeof(GroupOffset) + L.groups * sizeof(uint32_t), stream);
   GroupOffset* offsets = scratch.as<GroupOffset>();
   uint32_t* flags = reinterpret_cast<uint32_t*>(offsets + L.groups + 1);
-  group_flags_kernel<<<warps_grid(L.groups), block_threads, 0, stream>>>(input, s, flags);
+  group_flags_kernel<<<warps_grid(group_flags_kernel, L.groups), block_threads, 0, stream>>>(input, s, flags);
   FZG_CUDA_CHECK_LAUNCH();
   const GroupOffset total = plan_encode(flags, L.groups, offsets, stream);
   Buffer out = Buffer::device(4 * (L.group_flag_words + total.flag + total.block * block_words), stream);
   uint32_t* block_flags = out.as<uint32_t>() + L.group_flag_words;
-  place_kernel<<<warps_grid(L.groups), block_threads, 0, stream>>>(input, s, flags, offsets, block_flags,
+  place_kernel<<<warps_grid(place_kernel, L.groups), block_threads, 0, stream>>>(input, s, flags, offsets, block_flags,
                                                                    block_flags + total.flag);
   FZG_CUDA_CHECK_LAUNCH();
   write_group_bits(flags, L.groups, out.as<uint32_t>(), stream);
@@ -216,7 +219,7 @@ void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint32_t block_wor
   const Layout L(output_bytes, block_words);
   if (L.groups == 0) return require_data(input_bytes == 0, "zero-block stream size");
   const DecodePlan plan = plan_decode(input, input_bytes, L, stream);
-  expand_kernel<<<warps_grid(L.groups), block_threads, 0, stream>>>(plan.view, shape_of(L, output_bytes), output);
+  expand_kernel<<<warps_grid(expand_kernel, L.groups), block_threads, 0, stream>>>(plan.view, shape_of(L, output_bytes), output);
   FZG_CUDA_CHECK_LAUNCH();
 }
 

@@ -499,7 +499,7 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
   Buffer counts = Buffer::device(2 * tiles * sizeof(uint32_t), stream);
   uint32_t* escape_counts = counts.as<uint32_t>();
   uint32_t* exact_counts = escape_counts + tiles;
-  const unsigned blocks = grid_for(tiles, 1, 8);
+  const unsigned blocks = resident_grid(encode_kernel<T, TX, TY, TZ>, block_threads, tiles, 1);
   encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, constants_of<T>(quant), codes,
                                                                       escape_counts, exact_counts);
   FZG_CUDA_CHECK_LAUNCH();
@@ -556,7 +556,8 @@ void decode_shaped(const uint16_t* codes, const uint8_t* outliers, uint64_t outl
                                                                      starts.as<uint64_t>() + tiles + 1);
     FZG_CUDA_CHECK_LAUNCH();
   }
-  decode_kernel<T, TX, TY, TZ><<<grid_for(grid.tile_count(), 1, 8), block_threads, 0, stream>>>(codes, o, g, quant.step,
+  decode_kernel<T, TX, TY, TZ><<<resident_grid(decode_kernel<T, TX, TY, TZ>, block_threads, tiles, 1), block_threads, 0,
+                                 stream>>>(codes, o, g, quant.step,
                                                                                                 field);
   FZG_CUDA_CHECK_LAUNCH();
 }
