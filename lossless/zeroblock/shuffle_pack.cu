@@ -114,8 +114,7 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
   Buffer out = Buffer::device(4 * (L.group_flag_words + total.flag + total.block), stream);
   uint32_t* block_flags = out.as<uint32_t>() + L.group_flag_words;
   place_kernel<<<blocks_for(place_kernel, tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags, offsets,
-                                                                             block_flags,
-                                                                block_flags + total.flag);
+                                                                             block_flags, block_flags + total.flag);
   FZG_CUDA_CHECK_LAUNCH();
   zeroblock::write_group_bits(flags, tiles, out.as<uint32_t>(), stream);
   return out;
