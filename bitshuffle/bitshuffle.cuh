@@ -4,6 +4,8 @@
 #include <cstdint>
 
 #include "bitshuffle/bitshuffle.hh"
+#include "pipeline/device_words.cuh"
+#include "pipeline/launch.cuh"
 
 namespace fzg::bitshuffle {
 
@@ -37,6 +39,31 @@ __device__ __forceinline__ uint32_t shuffle_warp(uint32_t word) {
 // Lane p holds output word p; returns input word `lane`.
 __device__ __forceinline__ uint32_t unshuffle_warp(uint32_t packed) {
   return transpose_warp(__shfl_sync(0xffffffffu, packed, position_of(threadIdx.x % 32)));
+}
+
+// The launch shape of kernels that walk tiles with for_each_tile: 8 warps a block, each
+// issuing the loads of `tiles_per_pass` tiles before it works on any.
+constexpr int tile_block_threads = 256;
+constexpr int tiles_per_pass = 4;
+
+template <typename Kernel>
+unsigned tile_grid(Kernel kernel, uint64_t tiles) {
+  return resident_grid(kernel, tile_block_threads, tiles, uint64_t(tile_block_threads / 32) * tiles_per_pass);
+}
+
+// This lane's word of tile t of a byte stream: a plain load for a whole tile, byte-safe else.
+__device__ __forceinline__ uint32_t tile_word(const uint8_t* bytes, uint64_t size_bytes, uint64_t t, bool whole) {
+  const uint64_t i = t * tile_words + threadIdx.x % 32;
+  return whole ? reinterpret_cast<const uint32_t*>(bytes)[i] : load_word(bytes, size_bytes, i);
+}
+
+// Un-shuffles tile t (lane p holding its output word p) into a byte stream.
+__device__ __forceinline__ void store_unshuffled(uint8_t* bytes, uint64_t size_bytes, uint64_t t, uint32_t packed,
+                                                 bool whole) {
+  const uint32_t word = unshuffle_warp(packed);
+  const uint64_t i = t * tile_words + threadIdx.x % 32;
+  if (whole) reinterpret_cast<uint32_t*>(bytes)[i] = word;
+  else store_word(bytes, size_bytes, i, word);
 }
 
 }  // namespace fzg::bitshuffle

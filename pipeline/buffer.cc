@@ -11,8 +11,6 @@ namespace fzg {
 #ifdef FZG_HAVE_CUDA
 // Defined in device_memory.cu.
 uint8_t* device_allocate(size_t size_bytes, cudaStream_t stream, void (**release)(uint8_t*, cudaStream_t));
-uint8_t* pinned_allocate(size_t size_bytes);
-void pinned_release(uint8_t* p);
 void device_copy(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                  cudaStream_t stream, bool wait);
 void device_synchronize(cudaStream_t stream);
@@ -93,20 +91,6 @@ Buffer Buffer::host(size_t size_bytes) {
   b.size_ = size_bytes;
   b.location_ = Location::host;
   return b;
-}
-
-Buffer Buffer::pinned(size_t size_bytes) {
-#ifdef FZG_HAVE_CUDA
-  if (cuda_available()) {
-    Buffer b;
-    b.owner_.reset(pinned_allocate(size_bytes ? size_bytes : 1), pinned_release);
-    b.data_ = b.owner_.get();
-    b.size_ = size_bytes;
-    b.location_ = Location::host;
-    return b;
-  }
-#endif
-  return host(size_bytes);
 }
 
 Buffer Buffer::device(size_t size_bytes, cudaStream_t stream) {

@@ -16,8 +16,6 @@ class Buffer {
  public:
   Buffer() = default;
   static Buffer host(size_t size_bytes);
-  // Page-locked host memory where CUDA is available (fast, overlappable copies), else host().
-  static Buffer pinned(size_t size_bytes);
   static Buffer device(size_t size_bytes, cudaStream_t stream);
   // A view of memory owned elsewhere; the caller keeps it alive.
   static Buffer view(void* data, size_t size_bytes, Location where);

@@ -55,14 +55,6 @@ void reset_device_memory_peak() {
   cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero);
 }
 
-uint8_t* pinned_allocate(size_t size_bytes) {
-  void* p = nullptr;
-  FZG_CUDA_CHECK(cudaMallocHost(&p, size_bytes));
-  return static_cast<uint8_t*>(p);
-}
-
-void pinned_release(uint8_t* p) { cudaFreeHost(p); }
-
 void device_copy(void* dst, Location, const void* src, Location, size_t size_bytes, cudaStream_t stream, bool wait) {
   FZG_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_bytes, cudaMemcpyDefault, stream));
   if (wait) FZG_CUDA_CHECK(cudaStreamSynchronize(stream));

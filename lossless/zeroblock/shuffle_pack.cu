@@ -16,10 +16,9 @@ namespace fzg::shuffle_pack {
 
 namespace {
 
-constexpr int block_threads = 256;
-constexpr int warps_per_block = block_threads / 32;
-constexpr int tiles_per_pass = 4;
+using bitshuffle::tile_block_threads;
 using bitshuffle::tile_words;
+using bitshuffle::tiles_per_pass;
 
 // The kernels walk tiles with for_each_tile (device_words.cuh): whole tiles in passes of
 // `tiles_per_pass` through plain word pointers, the ragged rest through the byte-safe helpers.
@@ -32,15 +31,12 @@ __device__ __forceinline__ void flag_tile(uint64_t t, uint32_t word, uint32_t* f
   if (threadIdx.x % 32 == 0) flags[t] = nonzero;
 }
 
-__global__ void __launch_bounds__(block_threads) flags_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
-                                                              uint64_t tiles, uint32_t* __restrict__ flags) {
-  const uint32_t lane = threadIdx.x % 32;
-  const auto* words = reinterpret_cast<const uint32_t*>(input);
+__global__ void __launch_bounds__(tile_block_threads) flags_kernel(const uint8_t* __restrict__ input,
+                                                                   uint64_t input_bytes, uint64_t tiles,
+                                                                   uint32_t* __restrict__ flags) {
   for_each_tile<tiles_per_pass>(
       input_bytes / bitshuffle::tile_bytes, tiles,
-      [&](uint64_t t, bool whole) {
-        return whole ? words[t * tile_words + lane] : load_word(input, input_bytes, t * tile_words + lane);
-      },
+      [&](uint64_t t, bool whole) { return bitshuffle::tile_word(input, input_bytes, t, whole); },
       [&](uint64_t t, uint32_t word, bool) { flag_tile(t, word, flags); });
 }
 
@@ -52,7 +48,7 @@ __device__ __forceinline__ void place_tile(uint32_t group, uint32_t word, const 
   if (shuffled) blocks[at.block + __popc(group & ((1u << lane) - 1u))] = shuffled;
 }
 
-__global__ void __launch_bounds__(block_threads) place_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
+__global__ void __launch_bounds__(tile_block_threads) place_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
                                                               uint64_t tiles, const uint32_t* __restrict__ flags,
                                                               const zeroblock::GroupOffset* __restrict__ offsets,
                                                               uint32_t* __restrict__ block_flags,
@@ -81,22 +77,14 @@ __device__ __forceinline__ uint32_t stored_word(const zeroblock::StreamView& v, 
   return (group >> lane & 1u) ? v.blocks[v.first_block(t) + __popc(group & ((1u << lane) - 1u))] : 0u;
 }
 
-__global__ void __launch_bounds__(block_threads) expand_kernel(zeroblock::StreamView v, uint64_t tiles,
-                                                               uint8_t* __restrict__ output, uint64_t output_bytes) {
-  const uint32_t lane = threadIdx.x % 32;
-  auto* words = reinterpret_cast<uint32_t*>(output);
+__global__ void __launch_bounds__(tile_block_threads) expand_kernel(zeroblock::StreamView v, uint64_t tiles,
+                                                                    uint8_t* __restrict__ output,
+                                                                    uint64_t output_bytes) {
   for_each_tile<tiles_per_pass>(
       output_bytes / bitshuffle::tile_bytes, tiles, [&](uint64_t t, bool) { return stored_word(v, t); },
       [&](uint64_t t, uint32_t packed, bool whole) {
-        const uint32_t word = bitshuffle::unshuffle_warp(packed);
-        if (whole) words[t * tile_words + lane] = word;
-        else store_word(output, output_bytes, t * tile_words + lane, word);
+        bitshuffle::store_unshuffled(output, output_bytes, t, packed, whole);
       });
-}
-
-template <typename Kernel>
-unsigned blocks_for(Kernel kernel, uint64_t tiles) {
-  return resident_grid(kernel, block_threads, tiles, uint64_t(warps_per_block) * tiles_per_pass);
 }
 
 }  // namespace
@@ -108,13 +96,14 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
   Buffer scratch = Buffer::device((tiles + 1) * sizeof(zeroblock::GroupOffset) + tiles * sizeof(uint32_t), stream);
   auto* offsets = scratch.as<zeroblock::GroupOffset>();
   auto* flags = reinterpret_cast<uint32_t*>(offsets + tiles + 1);
-  flags_kernel<<<blocks_for(flags_kernel, tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags);
+  flags_kernel<<<bitshuffle::tile_grid(flags_kernel, tiles), tile_block_threads, 0, stream>>>(input, input_bytes,
+                                                                                              tiles, flags);
   FZG_CUDA_CHECK_LAUNCH();
   const zeroblock::GroupOffset total = zeroblock::plan_encode(flags, tiles, offsets, stream);
   Buffer out = Buffer::device(4 * (L.group_flag_words + total.flag + total.block), stream);
   uint32_t* block_flags = out.as<uint32_t>() + L.group_flag_words;
-  place_kernel<<<blocks_for(place_kernel, tiles), block_threads, 0, stream>>>(input, input_bytes, tiles, flags, offsets,
-                                                                             block_flags, block_flags + total.flag);
+  place_kernel<<<bitshuffle::tile_grid(place_kernel, tiles), tile_block_threads, 0, stream>>>(
+      input, input_bytes, tiles, flags, offsets, block_flags, block_flags + total.flag);
   FZG_CUDA_CHECK_LAUNCH();
   zeroblock::write_group_bits(flags, tiles, out.as<uint32_t>(), stream);
   return out;
@@ -125,8 +114,8 @@ void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, u
   const zeroblock::Layout L(bitshuffle::shuffled_size(output_bytes), 1);
   if (L.groups == 0) return require_data(input_bytes == 0, "zero-block stream size");
   const zeroblock::DecodePlan plan = zeroblock::plan_decode(input, input_bytes, L, stream);
-  expand_kernel<<<blocks_for(expand_kernel, L.groups), block_threads, 0, stream>>>(plan.view, L.groups, output,
-                                                                                   output_bytes);
+  expand_kernel<<<bitshuffle::tile_grid(expand_kernel, L.groups), tile_block_threads, 0, stream>>>(
+      plan.view, L.groups, output, output_bytes);
   FZG_CUDA_CHECK_LAUNCH();
 }
 

@@ -29,13 +29,12 @@ class ZeroBlockStage final : public Stage {
 
   std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) override {
     const Buffer& in = inputs.at(0);
-    const uint64_t bound = zeroblock::Layout(in.size(), block_words_).max_encoded_bytes();
     if (ctx.device == Device::cuda) {
 #ifdef FZG_HAVE_CUDA
       return {zeroblock::encode_cuda(in.data(), in.size(), block_words_, ctx.stream)};
 #endif
     }
-    Buffer out = Buffer::host(bound);
+    Buffer out = Buffer::host(zeroblock::Layout(in.size(), block_words_).max_encoded_bytes());
     out.shrink(zeroblock::encode_cpu(in.data(), in.size(), block_words_, out.as<uint32_t>()));
     return {out};
   }
