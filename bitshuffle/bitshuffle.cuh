@@ -11,15 +11,20 @@ namespace fzg::bitshuffle {
 
 // Transposes the warp's 32x32 bit matrix: lane i holds row i on entry; on return lane b holds
 // column b (bit i = bit b of lane i's entry). Five butterfly stages swap off-diagonal blocks of
-// 16, 8, 4, 2 and 1 bits: about 30 instructions a lane instead of 32 ballots.
+// 16, 8, 4, 2 and 1 bits. In each, the partner's moving half arrives by a rotation (left by j
+// for the lower lane of a pair, right by j for the upper), so a stage is a shuffle, a funnel
+// shift and one three-input logic op; the per-lane amounts and masks depend on the lane only
+// and are hoisted out of the kernels' tile loops.
 __device__ __forceinline__ uint32_t transpose_warp(uint32_t v) {
   const uint32_t lane = threadIdx.x % 32;
   uint32_t low_mask = 0x0000ffffu;
 #pragma unroll
   for (uint32_t j = 16; j != 0; j >>= 1, low_mask ^= low_mask << j) {
+    const bool upper = lane & j;
     const uint32_t partner = __shfl_xor_sync(0xffffffffu, v, j);
-    const uint32_t high_mask = low_mask << j;
-    v = (lane & j) ? (v & high_mask) | ((partner & high_mask) >> j) : (v & low_mask) | ((partner & low_mask) << j);
+    const uint32_t moved = __funnelshift_l(partner, partner, upper ? 32 - j : j);
+    const uint32_t keep = upper ? ~low_mask : low_mask;
+    v = (v & keep) | (moved & ~keep);
   }
   return v;
 }

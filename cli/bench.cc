@@ -139,6 +139,14 @@ int run_bench(const BenchArgs& a) {
     dopt.stage_times = &row.decompress_stages;
     decompress(file, dopt);
     dopt.stage_times = nullptr;
+    if (a.trace) {
+      trace::open(device, nullptr);
+      compress(graph, field, copt);
+      std::fprintf(stderr, "compress timeline, %s:\n%s", row.dims.c_str(), trace::close().c_str());
+      trace::open(device, nullptr);
+      out = decompress(file, dopt);
+      std::fprintf(stderr, "decompress timeline, %s:\n%s", row.dims.c_str(), trace::close().c_str());
+    }
     out = Decompressed();
 
     // End to end: host field in, host file out, and back.

@@ -34,6 +34,7 @@ struct BenchArgs {
   int repeat = 20, warmup = 3;
   std::string sizes;          // "1M,10M,100M": values per run, cubic 3D fields
   bool json = false;
+  bool trace = false;         // print one call's timeline of each direction
 };
 
 int run_compress(const CompressArgs& a);

@@ -10,7 +10,7 @@ namespace fzg {
 
 #ifdef FZG_HAVE_CUDA
 // Defined in device_memory.cu.
-uint8_t* device_allocate(size_t size_bytes, cudaStream_t stream, void (**release)(uint8_t*, cudaStream_t));
+uint8_t* device_allocate(size_t size_bytes, cudaStream_t stream, void (**release)(uint8_t*, size_t, cudaStream_t));
 void device_copy(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                  cudaStream_t stream, bool wait);
 void device_synchronize(cudaStream_t stream);
@@ -95,10 +95,10 @@ Buffer Buffer::host(size_t size_bytes) {
 
 Buffer Buffer::device(size_t size_bytes, cudaStream_t stream) {
 #ifdef FZG_HAVE_CUDA
-  void (*release)(uint8_t*, cudaStream_t) = nullptr;
+  void (*release)(uint8_t*, size_t, cudaStream_t) = nullptr;
   uint8_t* p = device_allocate(size_bytes, stream, &release);
   Buffer b;
-  b.owner_.reset(p, [release, stream](uint8_t* q) { release(q, stream); });
+  b.owner_.reset(p, [release, size_bytes, stream](uint8_t* q) { release(q, size_bytes, stream); });
   b.data_ = p;
   b.size_ = size_bytes;
   b.location_ = Location::device;

@@ -1,5 +1,6 @@
 // Runs a graph forwards (compress) and backwards (decompress), and assembles the container.
 #include <map>
+#include <mutex>
 #include <utility>
 
 #include "pipeline/checksum.hh"
@@ -94,11 +95,13 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
       finite_range(input.data(), field.dtype, field.dims.count(), &min, &max);
     time_step(options.stage_times, "value range", timer);
   }
+  trace::mark("value range");
   ctx.quant = resolve_quantization(lossless ? ErrorBound{ErrorMode::lossless, 0} : options.bound, field.dtype, min, max);
 
   Container c;
   c.header = {field.dtype, options.bound.mode, field.dims, lossless ? 0.0 : options.bound.value, ctx.quant};
-  c.graph_json = graph.to_json().dump();
+  c.graph_json = graph.canonical_text();
+  trace::mark("quantization resolved");
 
   std::map<PortKey, Buffer> ports;
   ports[{-1, ""}] = input;
@@ -128,6 +131,7 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
         next_record.raw = true;
       }
       ports[{int(i + 1), next.stage->spec().outputs[0].name}] = fused;
+      trace::mark("fused stage encoded");
       ++i;
       continue;
     }
@@ -139,12 +143,14 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
       record.raw = true;
     }
     for (size_t p = 0; p < outputs.size(); ++p) ports[{int(i), spec.outputs[p].name}] = outputs[p];
+    trace::mark("stage encoded");
   }
 
   timer.start();
   std::vector<Buffer> streams;
   for (const auto& ref : graph.stored()) streams.push_back(ports.at(key_of(ref)));
   const std::vector<uint64_t> sums = checksums(streams, ctx.stream);
+  trace::mark("checksums read");
   for (size_t s = 0; s < streams.size(); ++s) c.streams.push_back({streams[s].size(), sums[s]});
   const std::vector<uint8_t> metadata = write_metadata(c);
   Buffer file = options.output == Location::device ? Buffer::device(c.total_bytes, ctx.stream) : Buffer::host(c.total_bytes);
@@ -155,21 +161,48 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
     copy_bytes_async(file.data() + at, file.location(), streams[s].data(), streams[s].location(), size, ctx.stream);
     copy_bytes_async(file.data() + at + size, file.location(), zeros, Location::host, padded8(size) - size, ctx.stream);
   }
+  trace::mark("container copies queued");
   synchronize(ctx.stream);  // `metadata` and the streams are freed on return
   time_step(options.stage_times, "container", timer);
   return file;
 }
 
 Container inspect(const Buffer& file, cudaStream_t stream) {
-  uint8_t head[fixed_header_bytes];
   require_data(file.size() >= fixed_header_bytes, "file shorter than its header");
-  copy_bytes(head, Location::host, file.data(), file.location(), fixed_header_bytes, stream);
-  const uint64_t available = std::min<uint64_t>(metadata_size_bound(head, fixed_header_bytes), file.size());
-  if (!file.on_device()) return read_metadata(file.data(), available, file.size());
-  std::vector<uint8_t> metadata(available);
-  copy_bytes(metadata.data(), Location::host, file.data(), file.location(), available, stream);
+  if (!file.on_device())
+    return read_metadata(file.data(), std::min<uint64_t>(metadata_size_bound(file.data(), file.size()), file.size()),
+                         file.size());
+  // One read from the device covers the metadata of any usual graph; a larger one takes two.
+  std::vector<uint8_t> metadata(std::min<uint64_t>(file.size(), 4096));
+  copy_bytes(metadata.data(), Location::host, file.data(), file.location(), metadata.size(), stream);
+  const uint64_t available = std::min<uint64_t>(metadata_size_bound(metadata.data(), metadata.size()), file.size());
+  if (available > metadata.size()) {
+    metadata.resize(available);
+    copy_bytes(metadata.data(), Location::host, file.data(), file.location(), available, stream);
+  }
   return read_metadata(metadata.data(), available, file.size());
 }
+
+namespace {
+
+// Files of one session share a handful of graphs: each distinct stored graph is loaded once.
+Graph stored_graph(const std::string& text) {
+  static std::mutex mutex;
+  static std::map<std::string, Graph> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = loaded.find(text);
+  if (it != loaded.end()) return it->second;
+  Graph graph;
+  try {
+    graph = Graph::from_text(text);
+  } catch (const Error& e) {
+    fail(ErrorCode::corrupt_data, std::string("corrupt data: the stored graph does not load: ") + e.what());
+  }
+  if (loaded.size() >= 64) loaded.clear();
+  return loaded[text] = graph;
+}
+
+}  // namespace
 
 Decompressed decompress(const Buffer& file_in, const DecompressOptions& options) {
   check_device(options.device);
@@ -181,12 +214,8 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
   }
 
   const Container c = inspect(source, options.stream);
-  Graph graph;
-  try {
-    graph = Graph::from_text(c.graph_json);
-  } catch (const Error& e) {
-    fail(ErrorCode::corrupt_data, std::string("corrupt data: the stored graph does not load: ") + e.what());
-  }
+  trace::mark("metadata read");
+  const Graph graph = stored_graph(c.graph_json);
   require_data(graph.nodes().size() == c.stages.size() && graph.stored().size() == c.streams.size(), "stage table");
   if (c.header.mode != ErrorMode::lossless) require_data(is_float(c.header.dtype), "lossy mode on an integer type");
 
@@ -198,6 +227,7 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
   ctx.quant = c.header.quant;
   RegionTimer timer(ctx.device, ctx.stream);
   const auto bounds = port_bounds(graph, ctx);
+  trace::mark("graph loaded");
 
   timer.start();
   std::map<PortKey, Buffer> ports;
@@ -220,6 +250,7 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
     ports[key] = move_to(views[s], location_of(ctx.device), ctx.stream);
   }
   time_step(options.stage_times, "verify", timer);
+  trace::mark("checksums queued");
 
   for (size_t i = graph.nodes().size(); i-- > 0;) {
     const auto& node = graph.nodes()[i];
@@ -246,6 +277,7 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
       timer.start();
       ports[key_of(previous->inputs[0])] = fusion->decode(ctx, outputs[0], previous_record.input_sizes[0]);
       time_step(options.stage_times, previous->id + "+" + node.id + " decode", timer);
+      trace::mark("fused stage decoded");
       --i;
       continue;
     }
@@ -256,6 +288,7 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
       timer.start();
       inputs = node.stage->decode(ctx, outputs, record.input_sizes);
       time_step(options.stage_times, node.id + " decode", timer);
+      trace::mark("stage decoded");
     }
     for (size_t p = 0; p < inputs.size(); ++p) {
       require_data(inputs[p].size() == record.input_sizes[p], "decoded size differs from the recorded size");
@@ -263,6 +296,7 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
     }
   }
   if (source.on_device()) verify(pending);
+  trace::mark("checksums compared");
   Buffer data = ports.at({-1, ""});
   require_data(data.size() == c.header.dims.count() * dtype_size(c.header.dtype), "decoded field size");
   timer.start();

@@ -202,6 +202,7 @@ Graph Graph::from_json(const nlohmann::json& config) {
     graph.nodes_.push_back(std::move(node));
   }
   for (const auto& ref : stored_raw) graph.stored_.push_back(renumber(ref));
+  graph.text_ = std::make_shared<const std::string>(graph.to_json().dump());
   return graph;
 }
 

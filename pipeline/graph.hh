@@ -45,6 +45,8 @@ class Graph {
 
   // Canonical form with complete parameters: what the file stores.
   nlohmann::json to_json() const;
+  // to_json().dump(), made once when the graph is built (every compress call stores it).
+  const std::string& canonical_text() const { return *text_; }
 
   const std::string& name() const { return name_; }
   const std::vector<GraphNode>& nodes() const { return nodes_; }  // topological order
@@ -60,6 +62,7 @@ class Graph {
   std::string name_;
   std::vector<GraphNode> nodes_;
   std::vector<PortRef> stored_;
+  std::shared_ptr<const std::string> text_;
 };
 
 }  // namespace fzg

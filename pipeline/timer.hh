@@ -2,6 +2,7 @@
 // for the CPU.
 #pragma once
 #include <chrono>
+#include <string>
 
 #include "pipeline/buffer.hh"
 #include "pipeline/field.hh"
@@ -25,3 +26,16 @@ class RegionTimer {
 };
 
 }  // namespace fzg
+
+namespace fzg::trace {
+
+// A timeline of one call, for finding where its time goes (`fzg bench --trace`). Each mark
+// records the host clock and, on a CUDA trace, an event on the traced stream: a mark whose GPU
+// time trails its host time by little means the device sat idle waiting for the host. Marks
+// cost nothing while no trace is open.
+void open(Device device, cudaStream_t stream);
+void mark(const char* label);
+// Waits for the device, closes the trace, and returns its table (one line per mark).
+std::string close();
+
+}  // namespace fzg::trace

@@ -11,6 +11,7 @@
 #include "pipeline/device_words.cuh"
 #include "pipeline/error.hh"
 #include "pipeline/launch.cuh"
+#include "pipeline/timer.hh"
 
 namespace fzg::shuffle_pack {
 
@@ -99,12 +100,16 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
   flags_kernel<<<bitshuffle::tile_grid(flags_kernel, tiles), tile_block_threads, 0, stream>>>(input, input_bytes,
                                                                                               tiles, flags);
   FZG_CUDA_CHECK_LAUNCH();
+  trace::mark("shuffle-pack: flags queued");
   const zeroblock::GroupOffset total = zeroblock::plan_encode(flags, tiles, offsets, stream);
+  trace::mark("shuffle-pack: totals read");
   Buffer out = Buffer::device(4 * (L.group_flag_words + total.flag + total.block), stream);
   uint32_t* block_flags = out.as<uint32_t>() + L.group_flag_words;
+  trace::mark("shuffle-pack: output allocated");
   place_kernel<<<bitshuffle::tile_grid(place_kernel, tiles), tile_block_threads, 0, stream>>>(
       input, input_bytes, tiles, flags, offsets, block_flags, block_flags + total.flag);
   FZG_CUDA_CHECK_LAUNCH();
+  trace::mark("shuffle-pack: place queued");
   zeroblock::write_group_bits(flags, tiles, out.as<uint32_t>(), stream);
   return out;
 }
@@ -114,6 +119,7 @@ void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, u
   const zeroblock::Layout L(bitshuffle::shuffled_size(output_bytes), 1);
   if (L.groups == 0) return require_data(input_bytes == 0, "zero-block stream size");
   const zeroblock::DecodePlan plan = zeroblock::plan_decode(input, input_bytes, L, stream);
+  trace::mark("shuffle-pack: decode planned");
   expand_kernel<<<bitshuffle::tile_grid(expand_kernel, L.groups), tile_block_threads, 0, stream>>>(
       plan.view, L.groups, output, output_bytes);
   FZG_CUDA_CHECK_LAUNCH();

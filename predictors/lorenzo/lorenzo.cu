@@ -26,6 +26,7 @@
 #include "pipeline/cuda_check.cuh"
 #include "pipeline/error.hh"
 #include "pipeline/launch.cuh"
+#include "pipeline/timer.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 #include "predictors/lorenzo/quantizer.hh"
 
@@ -499,13 +500,16 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
   Buffer counts = Buffer::device(2 * tiles * sizeof(uint32_t), stream);
   uint32_t* escape_counts = counts.as<uint32_t>();
   uint32_t* exact_counts = escape_counts + tiles;
+  trace::mark("lorenzo: counts allocated");
   const unsigned blocks = resident_grid(encode_kernel<T, TX, TY, TZ>, block_threads, tiles, 1);
   encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, constants_of<T>(quant), codes,
                                                                       escape_counts, exact_counts);
   FZG_CUDA_CHECK_LAUNCH();
+  trace::mark("lorenzo: encode queued");
   Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream);
   const CountPair sums = scan_counts(escape_counts, exact_counts, offsets.as<CountPair>(), tiles, stream);
   const OutlierCounts total{sums.escapes, sums.exacts};
+  trace::mark("lorenzo: outlier totals read");
 
   Buffer stream_buffer = Buffer::device(outlier_stream_size(total, dtype_of<T>()), stream);
   write_counts_kernel<<<1, 1, 0, stream>>>(stream_buffer.as<uint64_t>(), total.escapes, total.exacts);
@@ -529,6 +533,7 @@ void decode_shaped(const uint16_t* codes, const uint8_t* outliers, uint64_t outl
   require_data(outliers_size >= 16, "outlier stream shorter than its counts");
   OutlierCounts counts;
   copy_bytes(&counts, Location::host, outliers, Location::device, 16, stream);
+  trace::mark("lorenzo: outlier counts read");
   const OutlierView view = outlier_layout(counts, outliers, outliers_size, dtype_of<T>());
   OutlierSource o{view.escape_keys, view.escape_deltas, counts.escapes, view.exact_keys, view.exact_values,
                   counts.exacts, nullptr, nullptr};
