@@ -1,36 +1,71 @@
-// fzg64 on the GPU: one CUB transform-reduce over the stream's 8-byte words.
+// fzg64 on the GPU: one CUB transform-reduce over the stream's 8-byte words, or a copy that
+// sums as it goes.
 // Reads each byte of the stream once; the sum is exact integer arithmetic, so any
 // reduction order gives the CPU's value.
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include "pipeline/checksum.hh"
 #include "pipeline/cuda_check.cuh"
+#include "pipeline/launch.cuh"
 
 namespace fzg {
 
 namespace {
+
+constexpr int block_threads = 256;
+
+// Word i of a stream (8 bytes little-endian, zero past the end). Streams are 8-byte aligned
+// in fzg's allocations; stay byte-safe for any caller.
+__device__ __forceinline__ uint64_t stream_word(const uint8_t* data, size_t size_bytes, uint64_t i) {
+  uint64_t w = 0;
+  const uint8_t* p = data + 8 * i;
+  if (8 * i + 8 <= size_bytes && (reinterpret_cast<uintptr_t>(p) & 7) == 0) return *reinterpret_cast<const uint64_t*>(p);
+  for (size_t b = 0; b < 8 && 8 * i + b < size_bytes; ++b) w |= uint64_t(p[b]) << (8 * b);
+  return w;
+}
+
 struct WordTerm {
   const uint8_t* data;
   size_t size_bytes;
   __device__ uint64_t operator()(uint64_t i) const {
-    uint64_t w = 0;
-    if (8 * i + 8 <= size_bytes) {
-      const uint8_t* p = data + 8 * i;
-      // Streams are 8-byte aligned in fzg's allocations; stay byte-safe for any caller.
-      if ((reinterpret_cast<uintptr_t>(p) & 7) == 0) {
-        w = *reinterpret_cast<const uint64_t*>(p);
-      } else {
-        for (int b = 0; b < 8; ++b) w |= uint64_t(p[b]) << (8 * b);
-      }
-    } else {
-      for (size_t b = 0; 8 * i + b < size_bytes; ++b) w |= uint64_t(data[8 * i + b]) << (8 * b);
-    }
-    return checksum_mix(w ^ (i * checksum_salt));
+    return checksum_mix(stream_word(data, size_bytes, i) ^ (i * checksum_salt));
   }
 };
+
+// The integer sum is exact, so the order in which blocks add their parts does not matter.
+__global__ void __launch_bounds__(block_threads) checksum_copy_kernel(const uint8_t* __restrict__ source,
+                                                                      size_t size_bytes,
+                                                                      uint64_t* __restrict__ destination,
+                                                                      unsigned long long* sum) {
+  using Reduce = cub::BlockReduce<uint64_t, block_threads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const uint64_t words = (size_bytes + 7) / 8;
+  uint64_t part = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(block_threads) + threadIdx.x; i < words;
+       i += uint64_t(gridDim.x) * block_threads) {
+    const uint64_t w = stream_word(source, size_bytes, i);
+    destination[i] = w;
+    part += checksum_mix(w ^ (i * checksum_salt));
+  }
+  const uint64_t block_sum = Reduce(storage).Sum(part);
+  if (threadIdx.x == 0) atomicAdd(sum, static_cast<unsigned long long>(block_sum));
+}
+
 }  // namespace
+
+void checksum_copy_device(const uint8_t* source, size_t size_bytes, uint8_t* destination, uint64_t* sum_on_device,
+                          cudaStream_t stream) {
+  FZG_CUDA_CHECK(cudaMemsetAsync(sum_on_device, 0, sizeof(uint64_t), stream));
+  const uint64_t words = (size_bytes + 7) / 8;
+  if (words == 0) return;
+  checksum_copy_kernel<<<resident_grid(checksum_copy_kernel, block_threads, words, block_threads), block_threads, 0,
+                         stream>>>(source, size_bytes, reinterpret_cast<uint64_t*>(destination),
+                                   reinterpret_cast<unsigned long long*>(sum_on_device));
+  FZG_CUDA_CHECK_LAUNCH();
+}
 
 void checksum_terms_device(const uint8_t* data, size_t size_bytes, uint64_t* sum_on_device, cudaStream_t stream) {
   const uint64_t words = (size_bytes + 7) / 8;
