@@ -72,7 +72,8 @@ std::string close() {
       gpu = 1e3 * ms;
     }
 #endif
-    std::snprintf(line, sizeof line, "  %-32s %9.1f %8.1f\n", m.label, host, gpu);
+    if (gpu < 0) std::snprintf(line, sizeof line, "  %-32s %9.1f %8s\n", m.label, host, "-");
+    else std::snprintf(line, sizeof line, "  %-32s %9.1f %8.1f\n", m.label, host, gpu);
     table += line;
   }
 #ifdef FZG_HAVE_CUDA

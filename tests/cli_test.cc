@@ -140,6 +140,25 @@ TEST_F(Cli, EvalReportsTheRoundTrip) {
   EXPECT_GT(j["compress_gbps"].get<double>(), 0.0);
 }
 
+// --trace prints each direction's timeline, one line per mark, in the order the call passed
+// them; the table on stdout is unchanged.
+TEST_F(Cli, BenchTraceListsEachCallsMarksInOrder) {
+  const CommandResult r = run("bench --device cpu --gen smooth -l 30x20x10 --repeat 1 --warmup 0 --trace");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernel-only"), std::string::npos);
+  const size_t compress = r.err.find("compress timeline"), decompress = r.err.find("decompress timeline");
+  ASSERT_NE(compress, std::string::npos);
+  ASSERT_NE(decompress, std::string::npos);
+  const std::string forward = r.err.substr(compress, decompress - compress);
+  const size_t range = forward.find("value range"), stage = forward.find("stage encoded"), end = forward.find("  end");
+  ASSERT_NE(range, std::string::npos);
+  ASSERT_NE(stage, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  EXPECT_LT(range, stage);
+  EXPECT_LT(stage, end);
+  EXPECT_NE(r.err.find("stage decoded", decompress), std::string::npos);
+}
+
 TEST_F(Cli, GenWritesTheRequestedSize) {
   ASSERT_EQ(run("gen --kind noisy -t f64 -l 10x10x10 -o " + path("g.f64")).exit_code, 0);
   EXPECT_EQ(slurp(path("g.f64")).size(), 8000u);

@@ -1,7 +1,13 @@
 // The CUDA backend writes the CPU's bytes: every round-trip case compressed on both backends
 // gives identical files, each decodes on the other, and the reconstructions are identical.
 // Skipped cleanly where no CUDA device exists.
+#include <algorithm>
+
 #include "test_util.hh"
+
+#ifdef FZG_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace fzg {
 namespace {
@@ -141,6 +147,65 @@ TEST(Gpu, CorruptFilesAreErrorsOnTheGpuToo) {
     }
   }
 }
+
+#ifdef FZG_HAVE_CUDA
+// A file compressed into device memory (streams copied into place with their checksums summed
+// on the way) is the CPU's file byte for byte, also on a stream the caller made and for
+// streams whose sizes are not whole 8-byte words.
+TEST(Gpu, DeviceFilesOnACallersStreamMatchTheCpuFiles) {
+  FZG_REQUIRE_GPU();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (const auto& [shape, hazard] : std::vector<std::pair<std::vector<uint64_t>, testing::Hazard>>{
+           {{1023}, testing::Hazard::nan_inf}, {{67, 13, 17}, testing::Hazard::spikes}, {{96, 64, 40}, testing::Hazard::smooth}}) {
+    const Dims d = Dims::make(shape);
+    const Buffer host = testing::host_buffer(testing::make_values<float>(hazard, d.count()));
+    CompressOptions on_cpu;
+    on_cpu.bound = {ErrorMode::rel, 1e-4};
+    CompressOptions on_gpu = on_cpu;
+    on_gpu.device = Device::cuda;
+    on_gpu.output = Location::device;
+    on_gpu.stream = stream;
+    const Buffer device_field = to_device(host, stream);
+    const Buffer cpu_file = compress(Graph::default_fz(), {host.data(), Location::host, DType::f32, d}, on_cpu);
+    const Buffer gpu_file = compress(Graph::default_fz(), {device_field.data(), Location::device, DType::f32, d}, on_gpu);
+    ASSERT_TRUE(gpu_file.on_device());
+    const Buffer gpu_file_on_host = to_host(gpu_file, stream);
+    ASSERT_EQ(gpu_file_on_host.size(), cpu_file.size());
+    EXPECT_EQ(std::memcmp(gpu_file_on_host.data(), cpu_file.data(), cpu_file.size()), 0) << d.to_string();
+  }
+  cudaStreamDestroy(stream);
+}
+
+// Freed device blocks are kept and handed out again: the same block comes back for the same
+// size, the accounting follows what is held, and a block reused on another stream waits for
+// the work queued on it before it was freed.
+TEST(Gpu, FreedBlocksAreReusedInStreamOrder) {
+  FZG_REQUIRE_GPU();
+  const size_t bytes = size_t(256) << 20;
+  reset_device_memory_peak();
+  const size_t before = device_memory_stats().current_bytes;
+  cudaStream_t first = nullptr, second = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&first, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking), cudaSuccess);
+  const uint8_t* address = nullptr;
+  {
+    Buffer a = Buffer::device(bytes, first);
+    address = a.data();
+    EXPECT_GE(device_memory_stats().current_bytes, before + bytes);
+    for (int i = 0; i < 8; ++i) ASSERT_EQ(cudaMemsetAsync(a.data(), 0x11, bytes, first), cudaSuccess);
+  }  // freed while the memsets may still run
+  EXPECT_EQ(device_memory_stats().current_bytes, before);
+  EXPECT_GE(device_memory_stats().peak_bytes, before + bytes);
+  Buffer b = Buffer::device(bytes, second);
+  EXPECT_EQ(b.data(), address);
+  ASSERT_EQ(cudaMemsetAsync(b.data(), 0x22, bytes, second), cudaSuccess);
+  const Buffer back = to_host(b, second);
+  EXPECT_EQ(std::count(back.data(), back.data() + back.size(), uint8_t(0x22)), ptrdiff_t(bytes));
+  cudaStreamDestroy(first);
+  cudaStreamDestroy(second);
+}
+#endif
 
 }  // namespace
 }  // namespace fzg
