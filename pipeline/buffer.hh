@@ -16,6 +16,8 @@ class Buffer {
  public:
   Buffer() = default;
   static Buffer host(size_t size_bytes);
+  // Stream-ordered: usable by work on `stream` at once; freed in that stream's order, so it
+  // must go before its stream is destroyed (as with cudaFreeAsync).
   static Buffer device(size_t size_bytes, cudaStream_t stream);
   // A view of memory owned elsewhere; the caller keeps it alive.
   static Buffer view(void* data, size_t size_bytes, Location where);

@@ -42,8 +42,7 @@ size_t size_class(size_t bytes) {
 struct FreeBlock {
   void* data;
   size_t bytes;
-  cudaStream_t stream;  // where it was released
-  cudaEvent_t released;
+  cudaEvent_t released;  // recorded on the stream that freed it
 };
 
 class BlockCache {
@@ -57,7 +56,8 @@ class BlockCache {
         const FreeBlock b = free_[i];
         free_.erase(free_.begin() + ptrdiff_t(i));
         cached_bytes_ -= cls;
-        if (b.stream != stream) FZG_CUDA_CHECK(cudaStreamWaitEvent(stream, b.released, 0));
+        // Always wait, even on the stream it was freed on: a handle may name a newer stream.
+        FZG_CUDA_CHECK(cudaStreamWaitEvent(stream, b.released, 0));
         events_.push_back(b.released);
         account(int64_t(cls));
         return b.data;
@@ -91,7 +91,7 @@ class BlockCache {
       return;
     }
     cudaEventRecord(released, stream);
-    free_.push_back({p, cls, stream, released});
+    free_.push_back({p, cls, released});
     cached_bytes_ += cls;
     trim_locked(cache_limit());
   }
@@ -114,11 +114,13 @@ class BlockCache {
     current_ += delta;
     peak_ = std::max(peak_, current_);
   }
-  // Oldest blocks go back to the pool first.
+  // Oldest blocks go back to the pool first, through the default stream (the stream a block
+  // was freed on may be gone by now), after the work queued before their release.
   void trim_locked(size_t keep_bytes) {
     size_t n = 0;
     while (n < free_.size() && cached_bytes_ > keep_bytes) {
-      cudaFreeAsync(free_[n].data, free_[n].stream);
+      cudaStreamWaitEvent(cudaStreamLegacy, free_[n].released, 0);
+      cudaFreeAsync(free_[n].data, cudaStreamLegacy);
       events_.push_back(free_[n].released);
       cached_bytes_ -= free_[n].bytes;
       ++n;

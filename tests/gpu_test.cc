@@ -197,11 +197,14 @@ TEST(Gpu, FreedBlocksAreReusedInStreamOrder) {
   }  // freed while the memsets may still run
   EXPECT_EQ(device_memory_stats().current_bytes, before);
   EXPECT_GE(device_memory_stats().peak_bytes, before + bytes);
-  Buffer b = Buffer::device(bytes, second);
-  EXPECT_EQ(b.data(), address);
-  ASSERT_EQ(cudaMemsetAsync(b.data(), 0x22, bytes, second), cudaSuccess);
-  const Buffer back = to_host(b, second);
-  EXPECT_EQ(std::count(back.data(), back.data() + back.size(), uint8_t(0x22)), ptrdiff_t(bytes));
+  {
+    Buffer b = Buffer::device(bytes, second);
+    EXPECT_EQ(b.data(), address);
+    ASSERT_EQ(cudaMemsetAsync(b.data(), 0x22, bytes, second), cudaSuccess);
+    const Buffer back = to_host(b, second);
+    EXPECT_EQ(std::count(back.data(), back.data() + back.size(), uint8_t(0x22)), ptrdiff_t(bytes));
+  }  // device buffers go back before their stream does, as with cudaFreeAsync
+  ASSERT_EQ(cudaStreamSynchronize(second), cudaSuccess);
   cudaStreamDestroy(first);
   cudaStreamDestroy(second);
 }
