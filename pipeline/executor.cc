@@ -345,7 +345,7 @@ uint64_t max_compressed_size(const Graph& graph_in, DType dtype, const Dims& dim
   ctx.dims = dims;
   const auto bounds = port_bounds(graph, ctx);
   Container c;
-  c.graph_json = graph.to_json().dump();
+  c.graph_json = graph.canonical_text();
   for (const auto& node : graph.nodes()) c.stages.push_back({false, std::vector<uint64_t>(node.inputs.size())});
   c.streams.resize(graph.stored().size());
   uint64_t total = write_metadata(c).size();
