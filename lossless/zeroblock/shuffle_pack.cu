@@ -58,15 +58,22 @@ __global__ void __launch_bounds__(tile_block_threads) place_kernel(const uint8_t
   const uint64_t main_tiles = input_bytes / bitshuffle::tile_bytes / tiles_per_pass * tiles_per_pass;
   const auto* words = reinterpret_cast<const uint32_t*>(input);
   for (uint64_t base = global_warp() * tiles_per_pass; base < main_tiles; base += warp_count() * tiles_per_pass) {
+    // Flags, offsets and words are independent loads, all issued before the first is used:
+    // loading a tile's words only once its flag says it is non-zero would chain three
+    // latencies per pass. An all-zero tile's words are read for nothing (the flags pass
+    // read them too), the price of keeping the loads in flight together.
     const uint32_t* src = words + base * tile_words + lane;
     uint32_t group[tiles_per_pass], w[tiles_per_pass];
+    zeroblock::GroupOffset at[tiles_per_pass];
 #pragma unroll
     for (int k = 0; k < tiles_per_pass; ++k) group[k] = flags[base + k];
 #pragma unroll
-    for (int k = 0; k < tiles_per_pass; ++k) w[k] = group[k] ? src[k * tile_words] : 0u;
+    for (int k = 0; k < tiles_per_pass; ++k) at[k] = offsets[base + k];
+#pragma unroll
+    for (int k = 0; k < tiles_per_pass; ++k) w[k] = src[k * tile_words];
 #pragma unroll
     for (int k = 0; k < tiles_per_pass; ++k)
-      if (group[k]) place_tile(group[k], w[k], offsets[base + k], block_flags, blocks);  // uniform per warp
+      if (group[k]) place_tile(group[k], w[k], at[k], block_flags, blocks);  // uniform per warp
   }
   for (uint64_t t = main_tiles + global_warp(); t < tiles; t += warp_count())
     if (flags[t]) place_tile(flags[t], load_word(input, input_bytes, t * tile_words + lane), offsets[t], block_flags, blocks);

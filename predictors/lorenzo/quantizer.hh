@@ -84,14 +84,14 @@ inline double acceptance_threshold(bool is_f32, double error_bound, double min, 
 FZG_HOST_DEVICE int32_t wrapping_sub(int32_t a, int32_t b) { return int32_t(uint32_t(a) - uint32_t(b)); }
 FZG_HOST_DEVICE int32_t wrapping_add(int32_t a, int32_t b) { return int32_t(uint32_t(a) + uint32_t(b)); }
 
-// Returns false (and code 0) when the delta needs an escape.
+// Returns false (and code 0) when the delta needs an escape. Branch-free: the magnitude as
+// unsigned (INT32_MIN's is 2^31, an escape like any beyond 32767) and the sign moved to bit 15.
 FZG_HOST_DEVICE bool encode_delta(int32_t delta, uint16_t* code) {
-  if (delta < -max_code_magnitude || delta > max_code_magnitude) {
-    *code = 0;
-    return false;
-  }
-  *code = delta < 0 ? uint16_t(0x8000u | uint32_t(-delta)) : uint16_t(delta);
-  return true;
+  const uint32_t sign = uint32_t(delta) >> 31;
+  const uint32_t magnitude = (uint32_t(delta) ^ (0u - sign)) + sign;
+  const bool fits = magnitude <= uint32_t(max_code_magnitude);
+  *code = uint16_t(fits ? magnitude | sign << 15 : 0u);
+  return fits;
 }
 
 FZG_HOST_DEVICE int32_t decode_delta(uint16_t code) {
