@@ -122,6 +122,14 @@ void Buffer::shrink(size_t size_bytes) {
   size_ = size_bytes;
 }
 
+Buffer Buffer::slice(size_t offset, size_t size_bytes) const {
+  if (offset > size_ || size_bytes > size_ - offset) fail(ErrorCode::invalid_argument, "Buffer::slice past the end");
+  Buffer b = *this;
+  b.data_ += offset;
+  b.size_ = size_bytes;
+  return b;
+}
+
 namespace {
 void copy_between(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                   cudaStream_t stream, bool wait) {

@@ -32,6 +32,9 @@ class Buffer {
 
   // Shortens the logical size after an encoder wrote less than its bound; keeps the memory.
   void shrink(size_t size_bytes);
+  // Bytes [offset, offset + size_bytes) of this buffer, keeping the whole allocation alive:
+  // an encoder that assembled its output inside a larger scratch returns it without a copy.
+  Buffer slice(size_t offset, size_t size_bytes) const;
 
  private:
   std::shared_ptr<uint8_t> owner_;

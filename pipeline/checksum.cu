@@ -17,12 +17,19 @@ namespace {
 
 constexpr int block_threads = 256;
 
-// Word i of a stream (8 bytes little-endian, zero past the end). Streams are 8-byte aligned
-// in fzg's allocations; stay byte-safe for any caller.
+// Word i of a stream (8 bytes little-endian, zero past the end). Streams are 4- or 8-byte
+// aligned in fzg's allocations; stay byte-safe for any caller.
 __device__ __forceinline__ uint64_t stream_word(const uint8_t* data, size_t size_bytes, uint64_t i) {
   uint64_t w = 0;
   const uint8_t* p = data + 8 * i;
-  if (8 * i + 8 <= size_bytes && (reinterpret_cast<uintptr_t>(p) & 7) == 0) return *reinterpret_cast<const uint64_t*>(p);
+  if (8 * i + 8 <= size_bytes) {
+    const uintptr_t misalignment = reinterpret_cast<uintptr_t>(p) & 7;
+    if (misalignment == 0) return *reinterpret_cast<const uint64_t*>(p);
+    if (misalignment == 4) {  // a slice of a word array (shuffle-pack's stream)
+      const auto* half = reinterpret_cast<const uint32_t*>(p);
+      return uint64_t(half[0]) | uint64_t(half[1]) << 32;
+    }
+  }
   for (size_t b = 0; b < 8 && 8 * i + b < size_bytes; ++b) w |= uint64_t(p[b]) << (8 * b);
   return w;
 }

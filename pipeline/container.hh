@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/buffer.hh"
 #include "pipeline/field.hh"
 
 namespace fzg {
@@ -51,5 +52,15 @@ uint64_t metadata_size_bound(const uint8_t* head, uint64_t available_bytes);
 // Parses and checks the metadata from the file's first `available` bytes. Stream checksums
 // are checked separately, where the streams live.
 Container read_metadata(const uint8_t* head, uint64_t available, uint64_t file_bytes);
+
+#ifdef FZG_HAVE_CUDA
+// Puts `metadata` (from write_metadata, its stream checksums still zero) at the start of a
+// device file and completes it on the device: stream s's checksum is stream_sums[s] (its
+// summed terms, see checksum_copy_device) plus the length term, then the header checksum.
+// Stream-ordered on `stream`; the host does not wait unless the metadata is too large to
+// travel as a kernel argument.
+void finish_metadata_device(const std::vector<uint8_t>& metadata, uint32_t streams, const uint64_t* stream_sums,
+                            uint8_t* file, cudaStream_t stream);
+#endif
 
 }  // namespace fzg

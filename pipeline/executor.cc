@@ -58,7 +58,8 @@ bool feeds_next(const Graph& graph, size_t i) {
 }
 
 // A file in device memory from device streams: each stream is copied into place by a kernel
-// that sums its checksum on the way (one read of the payload), then the metadata goes in.
+// that sums its checksum on the way (one read of the payload), then the metadata goes in and
+// its checksums are completed on the device: the host queues it all and never waits.
 // Returns an empty buffer when the file or a stream is not on the device.
 Buffer assemble_on_device(Container& c, const std::vector<Buffer>& streams, Location output, cudaStream_t stream) {
 #ifdef FZG_HAVE_CUDA
@@ -72,12 +73,8 @@ Buffer assemble_on_device(Container& c, const std::vector<Buffer>& streams, Loca
   for (size_t s = 0; s < streams.size(); ++s)
     checksum_copy_device(streams[s].data(), streams[s].size(), file.data() + c.stream_offsets[s],
                          sums.as<uint64_t>() + s, stream);
-  std::vector<uint64_t> parts(streams.size());
-  copy_bytes(parts.data(), Location::host, sums.data(), Location::device, sums.size(), stream);
-  trace::mark("checksums read");
-  for (size_t s = 0; s < streams.size(); ++s) c.streams[s].checksum = parts[s] + checksum_mix(streams[s].size());
-  const std::vector<uint8_t> metadata = write_metadata(c);
-  copy_bytes(file.data(), Location::device, metadata.data(), Location::host, metadata.size(), stream);
+  finish_metadata_device(write_metadata(c), uint32_t(streams.size()), sums.as<uint64_t>(), file.data(), stream);
+  trace::mark("container queued");
   return file;
 #else
   (void)c, (void)streams, (void)output, (void)stream;

@@ -28,6 +28,23 @@ TEST(Dims, MalformedTextIsAnInvalidArgument) {
   }
 }
 
+// A slice is a window on its buffer's bytes that keeps the whole allocation alive.
+TEST(Buffer, SliceSharesTheBytesAndOutlivesItsParent) {
+  Buffer slice;
+  {
+    Buffer whole = Buffer::host(16);
+    for (int i = 0; i < 16; ++i) whole.data()[i] = uint8_t(i);
+    slice = whole.slice(4, 8);
+    whole.data()[5] = 99;
+  }
+  ASSERT_EQ(slice.size(), 8u);
+  EXPECT_EQ(slice.data()[0], 4);
+  EXPECT_EQ(slice.data()[1], 99);
+  EXPECT_EQ(slice.data()[7], 11);
+  EXPECT_THROW(slice.slice(4, 5), Error);
+  EXPECT_EQ(slice.slice(8, 0).size(), 0u);
+}
+
 TEST(Quantization, RelIsBoundTimesRangeAndStepLeavesRoomForRounding) {
   const Quantization q = resolve_quantization({ErrorMode::rel, 1e-4}, DType::f32, 287.3, 289.1);
   EXPECT_DOUBLE_EQ(q.error_bound, 1e-4 * (289.1 - 287.3));

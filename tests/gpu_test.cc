@@ -2,7 +2,11 @@
 // gives identical files, each decodes on the other, and the reconstructions are identical.
 // Skipped cleanly where no CUDA device exists.
 #include <algorithm>
+#include <random>
 
+#include "bitshuffle/bitshuffle.hh"
+#include "lossless/zeroblock/shuffle_pack.hh"
+#include "lossless/zeroblock/zeroblock.hh"
 #include "test_util.hh"
 
 #ifdef FZG_HAVE_CUDA
@@ -175,6 +179,52 @@ TEST(Gpu, DeviceFilesOnACallersStreamMatchTheCpuFiles) {
     EXPECT_EQ(std::memcmp(gpu_file_on_host.data(), cpu_file.data(), cpu_file.size()), 0) << d.to_string();
   }
   cudaStreamDestroy(stream);
+}
+
+// The fused bitshuffle + zero-block encoder writes the CPU stages' bytes for any input: sparse
+// inputs take the single pass (the look-back across many chunks), dense ones outgrow its
+// scratch and take the two-pass path; ragged ends and empty tiles included.
+TEST(Gpu, ShufflePackEncodesAnyBytesLikeTheCpuStages) {
+  FZG_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  for (const uint64_t size : {uint64_t(2), uint64_t(130), uint64_t(4098), uint64_t(3) << 20, (uint64_t(1) << 22) + 6})
+    for (const int density : {0, 1, 30, 100}) {  // percent of words that get random bits
+      std::vector<uint8_t> bytes(size, 0);
+      for (uint64_t w = 0; 4 * w < size; ++w)
+        if (int(rng() % 100) < density)
+          for (uint64_t b = 4 * w; b < std::min(size, 4 * w + 4); ++b) bytes[b] = uint8_t(rng() >> (density == 30 ? 28 : 0));
+      std::vector<uint32_t> shuffled(bitshuffle::shuffled_size(size) / 4);
+      bitshuffle::encode_cpu(bytes.data(), size, shuffled.data());
+      const zeroblock::Layout layout(4 * shuffled.size(), 1);
+      std::vector<uint32_t> expected(layout.max_encoded_bytes() / 4);
+      expected.resize(zeroblock::encode_cpu(reinterpret_cast<const uint8_t*>(shuffled.data()), 4 * shuffled.size(), 1,
+                                            expected.data()) / 4);
+      const Buffer input = to_device(Buffer::view(bytes.data(), size, Location::host), nullptr);
+      const Buffer encoded = to_host(shuffle_pack::encode_cuda(input.data(), size, nullptr), nullptr);
+      ASSERT_EQ(encoded.size(), 4 * expected.size()) << size << " bytes, density " << density;
+      EXPECT_EQ(std::memcmp(encoded.data(), expected.data(), encoded.size()), 0) << size << " bytes, density " << density;
+    }
+}
+
+// A graph whose stored text is too long to travel as a kernel argument takes the other way
+// onto the device (a copy the host waits for); the file is still the CPU's, byte for byte.
+TEST(Gpu, DeviceFilesWithLargeMetadataMatchTheCpuFiles) {
+  FZG_REQUIRE_GPU();
+  nlohmann::json config = Graph::default_fz().to_json();
+  config["name"] = std::string(6000, 'n');
+  const Graph graph = Graph::from_json(config);
+  const Dims d = Dims::make({67, 13, 17});
+  const Buffer host = testing::host_buffer(testing::make_values<float>(testing::Hazard::spikes, d.count()));
+  CompressOptions on_cpu;
+  on_cpu.bound = {ErrorMode::abs, 1e-3};
+  CompressOptions on_gpu = on_cpu;
+  on_gpu.device = Device::cuda;
+  on_gpu.output = Location::device;
+  const Buffer cpu_file = compress(graph, {host.data(), Location::host, DType::f32, d}, on_cpu);
+  ASSERT_GT(cpu_file.size(), 6000u);
+  const Buffer gpu_file = to_host(compress(graph, {host.data(), Location::host, DType::f32, d}, on_gpu), nullptr);
+  ASSERT_EQ(gpu_file.size(), cpu_file.size());
+  EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
 }
 
 // Freed device blocks are kept and handed out again: the same block comes back for the same
