@@ -5,11 +5,12 @@
 // finds where its output goes by a decoupled look-back over the chunks before it (each
 // publishes its own counts, then its running total; no atomics decide the layout, only which
 // block takes which chunk), and writes its flag words and blocks there. The blocks region
-// starts after every flag word, which is known only at the end, so flags and blocks go to
-// scratch first and the exact stream is three copies of them (the stream, ~1/10 of the input,
-// is written twice; the input is read once). The blocks scratch holds half the input: data
-// that compresses less than that take the two-pass path (flags, CUB scan, place), which
-// needs no scratch. Decode reads the stream and writes each word once.
+// starts after every flag word, a count known only at the end, so the blocks go to a fixed
+// place in a scratch with room for the most flag words before them, and the flag words and
+// group bits are copied in front once counted (a few MB): the stream is a slice of the
+// scratch and the input is read once. The blocks scratch holds half the input: data that
+// compress less than that take the two-pass path (flags, CUB scan, place), which needs no
+// scratch. Decode reads the stream and writes each word once.
 #include "bitshuffle/bitshuffle.cuh"
 #include "lossless/zeroblock/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
