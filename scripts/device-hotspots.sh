@@ -7,12 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 regex=$1 side=${2:-464} top=${3:-60}
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON >/dev/null
-cmake --build build-device -j "$(nproc)" --target fzg >/dev/null
-fzg=build-device/fzg
-work=$(mktemp -d)
-dims=${side}x${side}x${side}
-"$fzg" gen --kind turbulent -l "$dims" -o "$work/field.f32"
+source scripts/device-field.sh
 "$fzg" compress --device cuda -i "$work/field.f32" -l "$dims" -m rel -e 1e-3 -o "$work/f.fzg"
 run=("$fzg" compress --device cuda -i "$work/field.f32" -l "$dims" -m rel -e 1e-3 -o "$work/g.fzg")
 [[ $regex == *decode* || $regex == *expand* ]] && run=("$fzg" decompress --device cuda -i "$work/f.fzg" -o "$work/back.f32")

@@ -6,12 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 side=${1:-464}
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON >/dev/null
-cmake --build build-device -j "$(nproc)" --target fzg >/dev/null
-fzg=build-device/fzg
-work=$(mktemp -d)
-dims=${side}x${side}x${side}
-"$fzg" gen --kind turbulent -l "$dims" -o "$work/field.f32"
+source scripts/device-field.sh
 "$fzg" bench --device cuda -i "$work/field.f32" -l "$dims" -m rel -e 1e-3 --repeat 20 --trace 2>&1 | grep -v -E "^fzg bench|^$|end-to-end|peak"
 metrics=gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum
 profile() {
