@@ -161,6 +161,7 @@ __global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t*
                                                                   uint64_t tiles, uint64_t chunks, LookBack lb,
                                                                   PackTargets out) {
   __shared__ uint32_t warp_flag_words[chunk_warps], warp_blocks[chunk_warps];
+  __shared__ uint32_t groups[chunk_warps][warp_tiles];  // here rather than in registers: occupancy
   __shared__ zeroblock::GroupOffset chunk_start;
   __shared__ uint64_t chunk;
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t*
     const uint64_t c = chunk;
     if (c >= chunks) return;  // uniform across the block
     const uint64_t first = c * chunk_tiles + warp * warp_tiles;
-    uint32_t w[warp_tiles], group[warp_tiles];
+    uint32_t w[warp_tiles];
     if (first + warp_tiles <= whole_tiles) {
       const uint32_t* src = words + first * tile_words + lane;
 #pragma unroll
@@ -186,10 +187,11 @@ __global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t*
 #pragma unroll
     for (uint32_t k = 0; k < warp_tiles; ++k) {
       const uint32_t planes = __reduce_or_sync(0xffffffffu, w[k]);
-      group[k] = __ballot_sync(0xffffffffu, (planes >> bitshuffle::plane_at(lane)) & 1u);
-      flag_words += group[k] != 0;
-      blocks += __popc(group[k]);
-      bits |= uint32_t(group[k] != 0) << k;
+      const uint32_t group = __ballot_sync(0xffffffffu, (planes >> bitshuffle::plane_at(lane)) & 1u);
+      if (lane == k) groups[warp][k] = group;
+      flag_words += group != 0;
+      blocks += __popc(group);
+      bits |= uint32_t(group != 0) << k;
     }
     if (lane == 0) {
       warp_flag_words[warp] = flag_words, warp_blocks[warp] = blocks;
@@ -218,13 +220,14 @@ __global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t*
     uint64_t flag_at = chunk_start.flag + warp_flag_words[warp], block_at = chunk_start.block + warp_blocks[warp];
 #pragma unroll
     for (uint32_t k = 0; k < warp_tiles; ++k) {
-      if (!group[k]) continue;  // uniform per warp
+      const uint32_t group = groups[warp][k];
+      if (!group) continue;  // uniform per warp
       const uint32_t shuffled = bitshuffle::shuffle_warp(w[k]);
-      if (lane == 0) out.flags[flag_at] = group[k];
-      const uint64_t at = block_at + __popc(group[k] & ((1u << lane) - 1u));
+      if (lane == 0) out.flags[flag_at] = group;
+      const uint64_t at = block_at + __popc(group & ((1u << lane) - 1u));
       if (shuffled && at < out.capacity) out.blocks[at] = shuffled;
       flag_at += 1;
-      block_at += __popc(group[k]);
+      block_at += __popc(group);
     }
     __syncthreads();  // `chunk` and the warp offsets are rewritten for the next chunk
   }

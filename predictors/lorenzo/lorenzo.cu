@@ -7,10 +7,11 @@
 // read from.
 //
 // Compression is two passes so that the outliers land in key order without atomics:
-//   1. encode: read T, write u16 code per value, count escapes and exacts per tile
-//      (bytes per value: sizeof(T) read + 2 written).
-//   2. scan the per-tile counts (CUB), then `place_outliers` revisits only the tiles that have
-//      outliers and writes them at their scanned offsets, in key order (a block scan).
+//   1. encode: read T, write u16 code per value, count escapes and exacts per tile and in
+//      total (bytes per value: sizeof(T) read + 2 written). The host reads the totals.
+//   2. only when there are outliers: scan the per-tile counts (CUB), then `place_outliers`
+//      revisits only the tiles that have outliers and writes them at their scanned offsets,
+//      in key order (a block scan).
 // In 3D a thread's eight points form one z-column (lane = x, warp = y), so the separable
 // Lorenzo operator runs mostly in registers: z in a running difference or sum, x by warp
 // shuffles, only y through shared memory. 1D and 2D tiles use a zero-bordered shared tile.
@@ -269,7 +270,8 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
 template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restrict__ field, Grid g,
                                                                QuantConstants c, uint16_t* __restrict__ codes,
-                                                               uint32_t* __restrict__ tile_counts) {
+                                                               uint32_t* __restrict__ tile_counts,
+                                                               unsigned long long* __restrict__ totals) {
   using H = Halo<TX, TY, TZ>;
   __shared__ int32_t q[H::size];
   __shared__ uint32_t warp_counts[block_threads / 32];
@@ -285,7 +287,16 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
     __syncthreads();
     if (threadIdx.x < 32) {
       const uint32_t sum = __reduce_add_sync(0xffffffffu, threadIdx.x < block_threads / 32 ? warp_counts[threadIdx.x] : 0u);
-      if (threadIdx.x == 0) tile_counts[p.index] = sum;
+      if (threadIdx.x == 0) {
+        tile_counts[p.index] = sum;
+        // Field totals (integer sums, any order): the host reads these, and scans the tiles'
+        // counts into offsets only when there is an outlier to place.
+        if (sum) {
+          const CountPair both = unpack_counts(sum);
+          atomicAdd(totals, static_cast<unsigned long long>(both.escapes));
+          atomicAdd(totals + 1, static_cast<unsigned long long>(both.exacts));
+        }
+      }
     }
   });
 }
@@ -515,8 +526,8 @@ struct AddPairs {
   }
 };
 
-// Exclusive scan of the per-tile counts into 64-bit offsets[0, tiles]; offsets[tiles] is the total.
-CountPair scan_counts(const uint32_t* tile_counts, CountPair* offsets, uint64_t tiles, cudaStream_t stream) {
+// Exclusive scan of the per-tile counts into 64-bit offsets[0, tiles].
+void scan_counts(const uint32_t* tile_counts, CountPair* offsets, uint64_t tiles, cudaStream_t stream) {
   auto terms = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0), TileCounts{tile_counts, tiles});
   size_t temp_bytes = 0;
   FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, temp_bytes, terms, offsets, AddPairs{}, CountPair{0, 0},
@@ -524,7 +535,6 @@ CountPair scan_counts(const uint32_t* tile_counts, CountPair* offsets, uint64_t 
   Buffer temp = Buffer::device(temp_bytes, stream);
   FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp.data(), temp_bytes, terms, offsets, AddPairs{}, CountPair{0, 0},
                                                 tiles + 1, stream));
-  return read_back(offsets + tiles, stream);
 }
 
 __global__ void write_counts_kernel(uint64_t* stream, uint64_t escapes, uint64_t exacts) {
@@ -537,20 +547,26 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
                      cudaStream_t stream) {
   const Grid g = device_grid(grid);
   const uint64_t tiles = grid.tile_count();
-  Buffer counts = Buffer::device(tiles * sizeof(uint32_t), stream);
+  // [escape total, exact total] (u64) | per-tile packed counts
+  Buffer counts = Buffer::device(2 * sizeof(uint64_t) + tiles * sizeof(uint32_t), stream);
+  auto* totals = counts.as<unsigned long long>();
+  uint32_t* tile_counts = reinterpret_cast<uint32_t*>(totals + 2);
+  FZG_CUDA_CHECK(cudaMemsetAsync(totals, 0, 2 * sizeof(uint64_t), stream));
   const unsigned blocks = resident_grid(encode_kernel<T, TX, TY, TZ>, block_threads, tiles, 1);
   encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, constants_of<T>(quant), codes,
-                                                                      counts.as<uint32_t>());
+                                                                      tile_counts, totals);
   FZG_CUDA_CHECK_LAUNCH();
   trace::mark("lorenzo: encode queued");
-  Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream);
-  const CountPair sums = scan_counts(counts.as<uint32_t>(), offsets.as<CountPair>(), tiles, stream);
-  const OutlierCounts total{sums.escapes, sums.exacts};
+  OutlierCounts total;
+  static_assert(sizeof total == 2 * sizeof(unsigned long long), "counts read back as they are summed");
+  copy_bytes(&total, Location::host, totals, Location::device, sizeof total, stream);
   trace::mark("lorenzo: outlier totals read");
 
   Buffer stream_buffer = Buffer::device(outlier_stream_size(total, dtype_of<T>()), stream);
   write_counts_kernel<<<1, 1, 0, stream>>>(stream_buffer.as<uint64_t>(), total.escapes, total.exacts);
   if (total.escapes + total.exacts > 0) {
+    Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream);
+    scan_counts(tile_counts, offsets.as<CountPair>(), tiles, stream);
     uint8_t* base = stream_buffer.data() + 16;
     OutlierTargets<T> out;
     out.escape_keys = reinterpret_cast<uint64_t*>(base);
@@ -558,7 +574,7 @@ Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& q
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
     place_outliers_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(
-        field, g, constants_of<T>(quant), counts.as<uint32_t>(), offsets.as<CountPair>(), out);
+        field, g, constants_of<T>(quant), tile_counts, offsets.as<CountPair>(), out);
     FZG_CUDA_CHECK_LAUNCH();
   }
   return stream_buffer;
