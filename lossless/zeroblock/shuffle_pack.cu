@@ -1,7 +1,7 @@
 // Fused bitshuffle + zero-block (block_words 1) on the GPU.
 // Work decomposition: one warp per 32-word tile = one zero-block group, `tiles_per_pass`
 // tiles loaded before any is shuffled.
-// Encode is one pass over the input: a block takes the next chunk of 32 tiles, flags them,
+// Encode is one pass over the input: a block takes the next chunk of 128 tiles, flags them,
 // finds where its output goes by a decoupled look-back over the chunks before it (each
 // publishes its own counts, then its running total; no atomics decide the layout, only which
 // block takes which chunk), and writes its flag words and blocks there. The blocks region
@@ -248,10 +248,6 @@ __global__ void __launch_bounds__(tile_block_threads) expand_kernel(zeroblock::S
         bitshuffle::store_unshuffled(output, output_bytes, t, packed, whole);
       });
 }
-
-}  // namespace
-
-namespace {
 
 // The single pass; an empty buffer when the blocks outgrow the scratch (the caller then
 // takes the two-pass path). The blocks land at a fixed place in the scratch, after room for
