@@ -1,8 +1,12 @@
 #include "pipeline/buffer.hh"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "pipeline/error.hh"
 
@@ -83,10 +87,36 @@ bool staged_copy(void* dst, Location dst_where, const void* src, Location src_wh
 }  // namespace
 
 
+namespace {
+
+// Large host buffers are 2 MiB aligned and asked to be backed by huge pages: a fresh buffer is
+// first touched by the copy that fills it (a decompressed field coming off the device), and
+// with 4 KiB pages that copy is bound by page faults (one per 4 KiB) rather than memory.
+constexpr size_t huge_page = size_t(2) << 20;
+
+uint8_t* allocate_host(size_t size_bytes, void (**release)(uint8_t*)) {
+  if (size_bytes < 4 * huge_page) {
+    *release = [](uint8_t* p) { delete[] p; };
+    return new uint8_t[size_bytes ? size_bytes : 1];
+  }
+  const size_t rounded = (size_bytes + huge_page - 1) / huge_page * huge_page;
+  void* p = nullptr;
+  if (posix_memalign(&p, huge_page, rounded) != 0) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  madvise(p, rounded, MADV_HUGEPAGE);  // advice only: without huge pages it is a plain buffer
+#endif
+  *release = [](uint8_t* q) { std::free(q); };
+  return static_cast<uint8_t*>(p);
+}
+
+}  // namespace
+
 Buffer Buffer::host(size_t size_bytes) {
   Buffer b;
   // Uninitialized on purpose: encoders write every byte they report.
-  b.owner_.reset(new uint8_t[size_bytes ? size_bytes : 1], std::default_delete<uint8_t[]>());
+  void (*release)(uint8_t*) = nullptr;
+  uint8_t* p = allocate_host(size_bytes, &release);  // sets `release` before it is passed on
+  b.owner_.reset(p, release);
   b.data_ = b.owner_.get();
   b.size_ = size_bytes;
   b.location_ = Location::host;

@@ -17,6 +17,6 @@ cmake --build build-device -j "$(nproc)" --target fzg >/dev/null
 wait
 for ((r = 1; r <= rounds; ++r)); do
   for b in build-base build-device; do
-    echo "$b: $("./$b/fzg" bench --device cuda "${args[@]}" 2>&1 | grep -E 'kernel-only|stages' | tr -s ' ' | tr '\n' ' ')"
+    echo "$b: $("./$b/fzg" bench --device cuda "${args[@]}" 2>&1 | grep -E 'kernel-only|end-to-end|stages' | tr -s ' ' | tr '\n' ' ')"
   done
 done

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstring>
 
 #include "pipeline/checksum.hh"
 #include "test_util.hh"
@@ -43,6 +44,18 @@ TEST(Buffer, SliceSharesTheBytesAndOutlivesItsParent) {
   EXPECT_EQ(slice.data()[7], 11);
   EXPECT_THROW(slice.slice(4, 5), Error);
   EXPECT_EQ(slice.slice(8, 0).size(), 0u);
+}
+
+// Large host buffers start on a 2 MiB boundary (so the kernel can back them with huge pages)
+// and are whole from their first byte to their last.
+TEST(Buffer, LargeHostBuffersAreHugePageAligned) {
+  const size_t size = (size_t(16) << 20) + 3;
+  Buffer b = Buffer::host(size);
+  ASSERT_EQ(b.size(), size);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % (size_t(2) << 20), 0u);
+  std::memset(b.data(), 0x5a, size);
+  EXPECT_EQ(b.data()[0], 0x5a);
+  EXPECT_EQ(b.data()[size - 1], 0x5a);
 }
 
 TEST(Quantization, RelIsBoundTimesRangeAndStepLeavesRoomForRounding) {
