@@ -19,6 +19,7 @@
 // x' = T(q * step) written, exact values written last (2 bytes read + sizeof(T) written per
 // value).
 #include <cub/block/block_scan.cuh>
+#include <type_traits>
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -457,36 +458,42 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     const TilePlace<TX, TY, TZ> p(g, tile);
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
     const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
-    const Strip<TX, TY, TZ> strip(g, p);
-    if constexpr (TZ > 1) {
-      // 3D: a thread's points are one z-column (k = z, lane = x, warp = y), so the z and x
-      // prefix sums run in registers (a running sum, then warp shuffles); only y goes
-      // through shared memory. Escapes, rare, are patched in through shared memory first.
-      uint32_t v[Strip<TX, TY, TZ>::per_thread];
-      if (escape_begin == escape_end) {  // uniform across the block
-        const uint16_t* src = codes + strip.global0;
+    // Interior tiles (most of a large field) skip every per-point bounds test.
+    auto reconstruct_tile = [&](auto whole) {
+      constexpr bool Whole = decltype(whole)::value;
+      const Strip<TX, TY, TZ> strip(g, p);
+      if constexpr (TZ > 1) {
+        // 3D: a thread's points are one z-column (k = z, lane = x, warp = y), so the z and x
+        // prefix sums run in registers (a running sum, then warp shuffles); only y goes
+        // through shared memory. Escapes, rare, are patched in through shared memory first.
+        uint32_t v[Strip<TX, TY, TZ>::per_thread];
+        if (escape_begin == escape_end) {  // uniform across the block
+          const uint16_t* src = codes + strip.global0;
 #pragma unroll
-        for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
-          v[k] = strip.inside(k) ? uint32_t(decode_delta(*src)) : 0u;
+          for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
+            v[k] = Whole || strip.inside(k) ? uint32_t(decode_delta(*src)) : 0u;
+        } else {
+          load_deltas(codes, strip, o, escape_begin, escape_end, p.key0, q);
+#pragma unroll
+          for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
+        }
+#pragma unroll
+        for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
+#pragma unroll
+        for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(warp_inclusive_sum(v[k]));
+        __syncthreads();
+        prefix_along_y<TX, TY, TZ>(q);
       } else {
         load_deltas(codes, strip, o, escape_begin, escape_end, p.key0, q);
-#pragma unroll
-        for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
+        prefix_sums<TX, TY, TZ>(q);
       }
+      T* dst = field + strip.global0;
 #pragma unroll
-      for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
-#pragma unroll
-      for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(warp_inclusive_sum(v[k]));
-      __syncthreads();
-      prefix_along_y<TX, TY, TZ>(q);
-    } else {
-      load_deltas(codes, strip, o, escape_begin, escape_end, p.key0, q);
-      prefix_sums<TX, TY, TZ>(q);
-    }
-    T* dst = field + strip.global0;
-#pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step)
-      if (strip.inside(k)) *dst = reconstruct<T>(q[strip.local(k)], step);
+      for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step)
+        if (Whole || strip.inside(k)) *dst = reconstruct<T>(q[strip.local(k)], step);
+    };
+    if (p.whole()) reconstruct_tile(std::true_type{});
+    else reconstruct_tile(std::false_type{});
     __syncthreads();  // orders the exact values after the reconstructions they replace
     for (uint64_t i = exact_begin + threadIdx.x; i < exact_end; i += block_threads) {
       uint32_t lx, ly, lz;
