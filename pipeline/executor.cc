@@ -10,10 +10,6 @@
 
 namespace fzg {
 
-#ifdef FZG_HAVE_CUDA
-void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream);
-#endif
-
 namespace {
 
 using PortKey = std::pair<int, std::string>;

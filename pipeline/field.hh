@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/buffer.hh"
+
 namespace fzg {
 
 enum class DType : uint8_t { f32 = 1, f64 = 2, u8 = 3, u16 = 4, u32 = 5, i32 = 6 };
@@ -53,5 +55,9 @@ Quantization resolve_quantization(const ErrorBound& request, DType type, double 
 
 // Finite min and max of a host field (NaN and +-Inf left out), OpenMP-parallel.
 void finite_range(const void* data, DType type, uint64_t count, double* min, double* max);
+#ifdef FZG_HAVE_CUDA
+// The same on device data, stream-ordered on `stream` (waits for the result).
+void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream);
+#endif
 
 }  // namespace fzg

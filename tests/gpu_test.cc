@@ -14,6 +14,7 @@
 #endif
 
 namespace fzg {
+
 namespace {
 
 #define FZG_REQUIRE_GPU() \
@@ -203,6 +204,30 @@ TEST(Gpu, ShufflePackEncodesAnyBytesLikeTheCpuStages) {
       const Buffer encoded = to_host(shuffle_pack::encode_cuda(input.data(), size, nullptr), nullptr);
       ASSERT_EQ(encoded.size(), 4 * expected.size()) << size << " bytes, density " << density;
       EXPECT_EQ(std::memcmp(encoded.data(), expected.data(), encoded.size()), 0) << size << " bytes, density " << density;
+    }
+}
+
+// The device value range is the CPU's for any length and any alignment of the data, with NaN,
+// infinities and denormals in it.
+TEST(Gpu, ValueRangeMatchesTheCpuAtAnyAlignment) {
+  FZG_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  std::vector<float> values(size_t(1) << 20);
+  for (float& v : values) v = float(int(rng() % 20001) - 10000) * 0.37f;
+  values[5] = std::numeric_limits<float>::quiet_NaN();
+  values[77] = std::numeric_limits<float>::infinity();
+  values[500000] = -std::numeric_limits<float>::infinity();
+  values[1000] = 1e-42f;
+  values[999999] = -123456.75f;  // the minimum, deep inside
+  const Buffer device = to_device(Buffer::view(values.data(), 4 * values.size(), Location::host), nullptr);
+  for (const uint64_t offset : {0, 1, 2, 3})
+    for (const uint64_t count : {uint64_t(0), uint64_t(1), uint64_t(3), uint64_t(5), uint64_t(1001), uint64_t(1) << 19,
+                                 values.size() - 4}) {
+      double cpu_min, cpu_max, gpu_min, gpu_max;
+      finite_range(values.data() + offset, DType::f32, count, &cpu_min, &cpu_max);
+      finite_range_device(device.as<float>() + offset, DType::f32, count, &gpu_min, &gpu_max, nullptr);
+      EXPECT_EQ(gpu_min, cpu_min) << offset << " + " << count;
+      EXPECT_EQ(gpu_max, cpu_max) << offset << " + " << count;
     }
 }
 
