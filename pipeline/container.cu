@@ -22,8 +22,8 @@ struct InlineMetadata {
   uint64_t words[capacity_words];
 };
 
-// One block. `inline_words` of `metadata` go to the file first when given (else the bytes are
-// there already); then each stream's checksum slot gets its summed terms plus the length term,
+// One block. With `has_inline`, the metadata goes to the file first (else its bytes are there
+// already); then each stream's checksum slot gets its summed terms plus the length term,
 // and word 12 the fzg64 of the whole metadata (computed with that word zero, as on the CPU).
 __global__ void __launch_bounds__(block_threads) finish_metadata_kernel(uint64_t* file, uint64_t words,
                                                                         uint32_t streams,

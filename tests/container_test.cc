@@ -23,6 +23,18 @@ Buffer copy_of(const Buffer& b, size_t size) {
   return c;
 }
 
+// `call` must throw fzg's Error with `code` and a message that names `fragment`.
+template <typename Call>
+void expect_error(Call call, ErrorCode code, const std::string& fragment) {
+  try {
+    call();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code);
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
 TEST(Container, HeaderRecordsTheRequest) {
   const Container c = inspect(sample_file());
   EXPECT_EQ(c.header.dtype, DType::f32);
@@ -37,26 +49,14 @@ TEST(Container, HeaderRecordsTheRequest) {
 TEST(Container, ForeignFileIsRejected) {
   Buffer b = copy_of(sample_file(), 200);
   b.data()[1] = 'X';
-  try {
-    inspect(b);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::corrupt_data);
-    EXPECT_NE(std::string(e.what()).find("not an fzg file"), std::string::npos);
-  }
+  expect_error([&] { inspect(b); }, ErrorCode::corrupt_data, "not an fzg file");
 }
 
 TEST(Container, UnknownVersionIsUnsupported) {
   const Buffer file = sample_file();
   Buffer b = copy_of(file, file.size());
   b.data()[4] = 99;
-  try {
-    decompress(b, {});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::unsupported);
-    EXPECT_NE(std::string(e.what()).find("version 99"), std::string::npos);
-  }
+  expect_error([&] { decompress(b, {}); }, ErrorCode::unsupported, "version 99");
 }
 
 TEST(Container, EveryTruncationIsAnError) {
