@@ -115,9 +115,11 @@ int run_bench(const BenchArgs& a) {
     copt.bound = bound;
     copt.device = device;
     copt.output = resident;
+    copt.slab_values = a.slab_values;
     DecompressOptions dopt;
     dopt.device = device;
     dopt.output = resident;
+    dopt.slab_values = a.slab_values;
 
     // Peak device memory of a call, beyond what was resident before it (the field, a file).
     reset_device_memory_peak();

@@ -78,6 +78,13 @@ Buffer assemble_on_device(Container& c, const std::vector<Buffer>& streams, Loca
 #endif
 }
 
+// "predict+shuffle+pack": the ids of a chain's nodes.
+std::string chain_name(const Graph& graph, size_t first, size_t length) {
+  std::string name;
+  for (size_t k = first; k < first + length; ++k) name += (k > first ? "+" : "") + graph.nodes()[k].id;
+  return name;
+}
+
 void time_step(std::vector<StageTime>* times, const std::string& name, RegionTimer& timer) {
   if (times) times->push_back({name, timer.stop_ms()});
 }
@@ -99,6 +106,7 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
   ctx.stream = options.stream;
   ctx.dtype = field.dtype;
   ctx.dims = field.dims;
+  ctx.slab_values = options.slab_values;
   RegionTimer timer(ctx.device, ctx.stream);
 
   timer.start();
@@ -137,6 +145,21 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
       inputs.push_back(it->second);
       record.input_sizes.push_back(it->second.size());
       ports.erase(it);  // consumed exactly once: free it as soon as the stage is done
+    }
+    if (const ChainFusion* chain = find_chain_starting(graph, i, ctx.device)) {
+      timer.start();
+      std::vector<Buffer> outputs = chain->encode(ctx, inputs[0]);
+      if (!outputs.empty()) {
+        time_step(options.stage_times, chain_name(graph, i, chain->length()) + " encode", timer);
+        const std::vector<uint64_t> sizes = chain->input_sizes(ctx);
+        for (size_t k = 0; k < chain->length(); ++k) c.stages[i + k].input_sizes = {sizes[k]};
+        const std::vector<PortRef> refs = chain->outputs(i);
+        for (size_t p = 0; p < refs.size(); ++p) ports[key_of(refs[p])] = outputs[p];
+        trace::mark("chain encoded");
+        i += chain->length() - 1;
+        continue;
+      }
+      trace::mark("chain declined");
     }
     const Fusion* fusion = feeds_next(graph, i) ? find_fusion(node, graph.nodes()[i + 1], ctx.device) : nullptr;
     if (fusion) {
@@ -211,6 +234,17 @@ Container inspect(const Buffer& file, cudaStream_t stream) {
 
 namespace {
 
+// Whether a chain's nodes were recorded as the chain would have run them: none stored raw,
+// each input of the size the chain derives from the field.
+bool chain_applies(const ChainFusion& chain, const Container& c, size_t first, const StageContext& ctx) {
+  const std::vector<uint64_t> sizes = chain.input_sizes(ctx);
+  for (size_t k = 0; k < chain.length(); ++k) {
+    const StageRecord& record = c.stages[first + k];
+    if (record.raw || record.input_sizes != std::vector<uint64_t>{sizes[k]}) return false;
+  }
+  return true;
+}
+
 // Files of one session share a handful of graphs: each distinct stored graph is loaded once.
 Graph stored_graph(const std::string& text) {
   static std::mutex mutex;
@@ -251,6 +285,7 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
   ctx.dtype = c.header.dtype;
   ctx.dims = c.header.dims;
   ctx.quant = c.header.quant;
+  ctx.slab_values = options.slab_values;
   RegionTimer timer(ctx.device, ctx.stream);
   const auto bounds = port_bounds(graph, ctx);
   trace::mark("graph loaded");
@@ -285,6 +320,23 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
     require_data(record.input_sizes.size() == node.inputs.size(), "stage input count");
     for (size_t p = 0; p < node.inputs.size(); ++p)
       require_data(record.input_sizes[p] <= bounds.at(key_of(node.inputs[p])), "stage input size");
+    if (const ChainFusion* chain = find_chain_ending(graph, i, ctx.device)) {
+      const size_t first = i + 1 - chain->length();
+      if (chain_applies(*chain, c, first, ctx)) {
+        std::vector<Buffer> outputs;
+        for (const PortRef& ref : chain->outputs(first)) {
+          auto it = ports.find(key_of(ref));
+          outputs.push_back(it->second);
+          ports.erase(it);
+        }
+        timer.start();
+        ports[key_of(graph.nodes()[first].inputs[0])] = chain->decode(ctx, outputs);
+        time_step(options.stage_times, chain_name(graph, first, chain->length()) + " decode", timer);
+        trace::mark("chain decoded");
+        i = first;
+        continue;
+      }
+    }
     std::vector<Buffer> outputs;
     for (const auto& port : spec.outputs) {
       auto it = ports.find({int(i), port.name});

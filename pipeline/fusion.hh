@@ -4,6 +4,7 @@
 // find_fusion() and falls back to the stages themselves when none applies.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "pipeline/graph.hh"
 
@@ -23,5 +24,31 @@ class Fusion {
 
 // The fusion for this pair on this device, or nullptr.
 const Fusion* find_fusion(const GraphNode& first, const GraphNode& second, Device device);
+
+// A chain: a predictor and the lossless stages after it, run a slab of the field at a time so
+// that no intermediate ever exists whole (the device holds the field, one slab's
+// intermediates and the streams). It covers the graph's nodes [first, first + length()),
+// each with a single input, the first reading the field; the bytes are exactly those of the
+// nodes run in turn, and where a chain cannot promise that it declines and the executor runs
+// the nodes themselves.
+class ChainFusion {
+ public:
+  virtual ~ChainFusion() = default;
+  virtual size_t length() const = 0;
+  virtual bool matches(const Graph& graph, size_t first, Device device) const = 0;
+  // The ports the chain leaves (stored, or read by later nodes): the order of encode's
+  // results and of decode's arguments.
+  virtual std::vector<PortRef> outputs(size_t first) const = 0;
+  // Each node's input size, as the nodes run in turn would record it.
+  virtual std::vector<uint64_t> input_sizes(const StageContext& ctx) const = 0;
+  // The outputs, or nothing when the chain declines (for data whose stream would not fit
+  // its scratch, or that a node would store raw).
+  virtual std::vector<Buffer> encode(const StageContext& ctx, const Buffer& field) const = 0;
+  virtual Buffer decode(const StageContext& ctx, const std::vector<Buffer>& outputs) const = 0;
+};
+
+// The chain fusion that starts at node `first` (or ends at node `last`), or nullptr.
+const ChainFusion* find_chain_starting(const Graph& graph, size_t first, Device device);
+const ChainFusion* find_chain_ending(const Graph& graph, size_t last, Device device);
 
 }  // namespace fzg

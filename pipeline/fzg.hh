@@ -39,6 +39,7 @@ struct CompressOptions {
   cudaStream_t stream = nullptr;
   Location output = Location::host;          // where the file is written
   std::vector<StageTime>* stage_times = nullptr;  // filled when given (synchronizes per stage)
+  uint64_t slab_values = 0;  // values a fused device chain codes at a time (0: automatic)
 };
 
 struct DecompressOptions {
@@ -46,6 +47,7 @@ struct DecompressOptions {
   cudaStream_t stream = nullptr;
   Location output = Location::host;
   std::vector<StageTime>* stage_times = nullptr;
+  uint64_t slab_values = 0;  // values a fused device chain decodes at a time (0: automatic)
 };
 
 struct Decompressed {

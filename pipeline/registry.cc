@@ -3,6 +3,7 @@
 #include <map>
 
 #include "bitshuffle/bitshuffle.hh"
+#include "fusions/lorenzo_pack.hh"
 #include "lossless/zeroblock/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock.hh"
 #include "pipeline/fusion.hh"
@@ -41,6 +42,29 @@ const Fusion* find_fusion(const GraphNode& first, const GraphNode& second, Devic
   }();
   for (const auto& fusion : table)
     if (fusion->matches(first, second, device)) return fusion.get();
+  return nullptr;
+}
+
+namespace {
+const std::vector<std::unique_ptr<ChainFusion>>& chain_fusions() {
+  static const std::vector<std::unique_ptr<ChainFusion>> table = [] {
+    std::vector<std::unique_ptr<ChainFusion>> t;
+    t.push_back(make_lorenzo_pack_chain());
+    return t;
+  }();
+  return table;
+}
+}  // namespace
+
+const ChainFusion* find_chain_starting(const Graph& graph, size_t first, Device device) {
+  for (const auto& chain : chain_fusions())
+    if (first + chain->length() <= graph.nodes().size() && chain->matches(graph, first, device)) return chain.get();
+  return nullptr;
+}
+
+const ChainFusion* find_chain_ending(const Graph& graph, size_t last, Device device) {
+  for (const auto& chain : chain_fusions())
+    if (chain->length() <= last + 1 && chain->matches(graph, last + 1 - chain->length(), device)) return chain.get();
   return nullptr;
 }
 

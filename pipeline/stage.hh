@@ -39,6 +39,9 @@ struct StageContext {
   DType dtype = DType::f32;
   Dims dims;
   Quantization quant;
+  // Values a fused chain processes at a time (0: the backend's choice): the bound on its
+  // intermediate buffers. Never changes the bytes.
+  uint64_t slab_values = 0;
 };
 
 class Stage {

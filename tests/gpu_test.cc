@@ -231,6 +231,111 @@ TEST(Gpu, ValueRangeMatchesTheCpuAtAnyAlignment) {
     }
 }
 
+bool ran(const std::vector<StageTime>& times, const std::string& step) {
+  return std::any_of(times.begin(), times.end(), [&](const StageTime& t) { return t.stage == step; });
+}
+
+// The fused chain (Lorenzo, bitshuffle and zero-block a slab at a time) writes the CPU's file
+// whatever the slab: one tile row, rows whose codes end inside a shuffle-pack chunk or a
+// shuffle tile, several chunks, the whole field; 1D, 2D and 3D, with and without outliers.
+// Files decode on the device with any other slab size to the CPU's reconstruction.
+TEST(Gpu, ChainSlabsOfAnySizeWriteTheCpuFile) {
+  FZG_REQUIRE_GPU();
+  const std::vector<std::pair<std::vector<uint64_t>, testing::Hazard>> fields = {
+      {{100003}, testing::Hazard::spikes},   {{1000, 70}, testing::Hazard::smooth},
+      {{333, 97}, testing::Hazard::nan_inf}, {{67, 13, 17}, testing::Hazard::fill_values},
+      {{100, 50, 40}, testing::Hazard::smooth}, {{33, 65, 70}, testing::Hazard::spikes}};
+  for (const auto& [shape, hazard] : fields) {
+    const Dims d = Dims::make(shape);
+    const Buffer host = testing::host_buffer(testing::make_values<float>(hazard, d.count()));
+    const FieldRef field{host.data(), Location::host, DType::f32, d};
+    CompressOptions on_cpu;
+    on_cpu.bound = {ErrorMode::rel, 1e-3};
+    const Buffer cpu_file = compress(Graph::default_fz(), field, on_cpu);
+    const Decompressed expected = decompress(cpu_file, {});
+    for (const uint64_t slab : {uint64_t(1), uint64_t(9000), uint64_t(50000), uint64_t(0)}) {
+      std::vector<StageTime> times;
+      CompressOptions on_gpu = on_cpu;
+      on_gpu.device = Device::cuda;
+      on_gpu.slab_values = slab;
+      on_gpu.stage_times = &times;
+      const Buffer gpu_file = compress(Graph::default_fz(), field, on_gpu);
+      // Fields with NaN or fill values scattered at random leave codes too dense for the chain.
+      const bool dense = hazard == testing::Hazard::nan_inf || hazard == testing::Hazard::fill_values;
+      EXPECT_EQ(ran(times, "predict+shuffle+pack encode"), !dense) << d.to_string() << ", slab " << slab;
+      ASSERT_EQ(gpu_file.size(), cpu_file.size()) << d.to_string() << ", slab " << slab;
+      EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0) << d.to_string() << ", slab " << slab;
+      times.clear();
+      DecompressOptions back;
+      back.device = Device::cuda;
+      back.slab_values = slab == 0 ? 20000 : slab * 3;
+      back.stage_times = &times;
+      const Decompressed out = decompress(cpu_file, back);
+      EXPECT_TRUE(ran(times, "predict+shuffle+pack decode")) << d.to_string();
+      ASSERT_EQ(out.data.size(), expected.data.size());
+      EXPECT_EQ(std::memcmp(out.data.data(), expected.data.data(), out.data.size()), 0) << d.to_string() << ", slab " << slab;
+    }
+  }
+}
+
+// Codes too dense for the chain's scratch (noise under a tight bound): the chain declines, the
+// stages run in turn, and the file is still the CPU's.
+TEST(Gpu, IncompressibleCodesLeaveTheChainToTheStages) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({96, 64, 40});
+  const Buffer host = testing::host_buffer(testing::make_values<float>(testing::Hazard::noise, d.count()));
+  const FieldRef field{host.data(), Location::host, DType::f32, d};
+  CompressOptions on_cpu;
+  on_cpu.bound = {ErrorMode::rel, 1e-4};
+  std::vector<StageTime> times;
+  CompressOptions on_gpu = on_cpu;
+  on_gpu.device = Device::cuda;
+  on_gpu.stage_times = &times;
+  const Buffer cpu_file = compress(Graph::default_fz(), field, on_cpu);
+  const Buffer gpu_file = compress(Graph::default_fz(), field, on_gpu);
+  EXPECT_FALSE(ran(times, "predict+shuffle+pack encode"));
+  ASSERT_EQ(gpu_file.size(), cpu_file.size());
+  EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
+  DecompressOptions back;
+  back.device = Device::cuda;
+  const Decompressed a = decompress(gpu_file, back), b = decompress(cpu_file, {});
+  ASSERT_EQ(a.data.size(), b.data.size());
+  EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0);
+}
+
+// The chain never holds a whole field's codes (half an f32 field): compressing a device field
+// takes less than half the field again, decompressing little more than the output.
+TEST(Gpu, ChainMemoryStaysNearInputPlusOutput) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({256, 256, 160});
+  const uint64_t field_bytes = d.count() * sizeof(float);
+  const Buffer field = to_device(synthesize(SynthKind::turbulent, DType::f32, d), nullptr);
+  CompressOptions options;
+  options.device = Device::cuda;
+  options.output = Location::device;
+  options.slab_values = uint64_t(1) << 20;
+  synchronize(nullptr);
+  reset_device_memory_peak();
+  const size_t before = device_memory_stats().current_bytes;
+  const Buffer file = compress(Graph::default_fz(), {field.data(), Location::device, DType::f32, d}, options);
+  synchronize(nullptr);
+  const size_t compress_peak = device_memory_stats().peak_bytes - before;
+  EXPECT_LT(compress_peak, field_bytes / 2) << "file " << file.size();
+  std::cout << "compress peak " << compress_peak << " of a " << field_bytes << "-byte field\n";
+  DecompressOptions back;
+  back.device = Device::cuda;
+  back.output = Location::device;
+  back.slab_values = uint64_t(1) << 20;
+  reset_device_memory_peak();
+  const size_t before_decode = device_memory_stats().current_bytes;
+  const Decompressed out = decompress(file, back);
+  synchronize(nullptr);
+  const size_t decompress_peak = device_memory_stats().peak_bytes - before_decode;
+  EXPECT_LT(decompress_peak, field_bytes + field_bytes / 4);
+  EXPECT_GE(decompress_peak, field_bytes);
+  std::cout << "decompress peak " << decompress_peak << "\n";
+}
+
 // A graph whose stored text is too long to travel as a kernel argument takes the other way
 // onto the device (a copy the host waits for); the file is still the CPU's, byte for byte.
 TEST(Gpu, DeviceFilesWithLargeMetadataMatchTheCpuFiles) {

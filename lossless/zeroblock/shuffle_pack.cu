@@ -101,7 +101,7 @@ static_assert(warp_tiles == 16, "a warp's group bits are one little-endian u16 o
 struct LookBack {
   unsigned long long* aggregate;  // [chunks][2]: flag words, blocks
   unsigned long long* inclusive;  // [chunks][2]
-  unsigned int* next_chunk;
+  unsigned int* next_chunk;       // [chunks]: a launch starting at chunk c hands out chunks by next_chunk[c]
 };
 
 struct PackTargets {
@@ -157,31 +157,40 @@ __device__ zeroblock::GroupOffset look_back(const LookBack& lb, uint64_t chunk) 
   return before;
 }
 
-__global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t* __restrict__ input, uint64_t input_bytes,
-                                                                  uint64_t tiles, uint64_t chunks, LookBack lb,
-                                                                  PackTargets out) {
+// Chunks [first_chunk, end_chunk) of an input of `tiles` tiles, `whole_tiles` of them entire;
+// `window` holds the input from chunk first_chunk on (window_bytes of it, to the input's end
+// at most). Chunks of earlier launches count in the look-back like those of this one.
+// The first block also copies `carry` (input past the launch's last chunk) out of the window.
+__global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t* __restrict__ window,
+                                                                  uint64_t window_bytes, uint64_t whole_tiles,
+                                                                  uint64_t tiles, uint64_t first_chunk,
+                                                                  uint64_t end_chunk, LookBack lb, PackTargets out,
+                                                                  Carry carry) {
   __shared__ uint32_t warp_flag_words[chunk_warps], warp_blocks[chunk_warps];
   __shared__ uint32_t groups[chunk_warps][warp_tiles];  // here rather than in registers: occupancy
   __shared__ zeroblock::GroupOffset chunk_start;
   __shared__ uint64_t chunk;
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const uint64_t whole_tiles = input_bytes / bitshuffle::tile_bytes;
-  const auto* words = reinterpret_cast<const uint32_t*>(input);
+  const uint64_t window_tile = first_chunk * chunk_tiles;
+  const auto* words = reinterpret_cast<const uint32_t*>(window);
+  if (blockIdx.x == 0)
+    for (uint64_t i = threadIdx.x; i < carry.bytes / 2; i += tile_block_threads)
+      reinterpret_cast<uint16_t*>(carry.to)[i] = reinterpret_cast<const uint16_t*>(window + carry.from)[i];
   for (;;) {
-    if (threadIdx.x == 0) chunk = atomicAdd(lb.next_chunk, 1u);
+    if (threadIdx.x == 0) chunk = first_chunk + atomicAdd(lb.next_chunk + first_chunk, 1u);
     __syncthreads();
     const uint64_t c = chunk;
-    if (c >= chunks) return;  // uniform across the block
-    const uint64_t first = c * chunk_tiles + warp * warp_tiles;
+    if (c >= end_chunk) return;  // uniform across the block
+    const uint64_t first = c * chunk_tiles + warp * warp_tiles, local = first - window_tile;
     uint32_t w[warp_tiles];
     if (first + warp_tiles <= whole_tiles) {
-      const uint32_t* src = words + first * tile_words + lane;
+      const uint32_t* src = words + local * tile_words + lane;
 #pragma unroll
       for (uint32_t k = 0; k < warp_tiles; ++k) w[k] = src[k * tile_words];
     } else {
 #pragma unroll
       for (uint32_t k = 0; k < warp_tiles; ++k)
-        w[k] = first + k < tiles ? load_word(input, input_bytes, (first + k) * tile_words + lane) : 0u;
+        w[k] = first + k < tiles ? load_word(window, window_bytes, (local + k) * tile_words + lane) : 0u;
     }
     uint32_t flag_words = 0, blocks = 0, bits = 0;
 #pragma unroll
@@ -239,63 +248,23 @@ __device__ __forceinline__ uint32_t stored_word(const zeroblock::StreamView& v, 
   return (group >> lane & 1u) ? v.blocks[v.first_block(t) + __popc(group & ((1u << lane) - 1u))] : 0u;
 }
 
-__global__ void __launch_bounds__(tile_block_threads) expand_kernel(zeroblock::StreamView v, uint64_t tiles,
-                                                                    uint8_t* __restrict__ output,
-                                                                    uint64_t output_bytes) {
+// Tiles [first_tile, first_tile + tiles) of the output into `window` (window_bytes of the
+// output from tile first_tile on, `whole_tiles` of its tiles entire).
+__global__ void __launch_bounds__(tile_block_threads) expand_kernel(zeroblock::StreamView v, uint64_t first_tile,
+                                                                    uint64_t whole_tiles, uint64_t tiles,
+                                                                    uint8_t* __restrict__ window,
+                                                                    uint64_t window_bytes) {
   for_each_tile<tiles_per_pass>(
-      output_bytes / bitshuffle::tile_bytes, tiles, [&](uint64_t t, bool) { return stored_word(v, t); },
+      whole_tiles, tiles, [&](uint64_t t, bool) { return stored_word(v, first_tile + t); },
       [&](uint64_t t, uint32_t packed, bool whole) {
-        bitshuffle::store_unshuffled(output, output_bytes, t, packed, whole);
+        bitshuffle::store_unshuffled(window, window_bytes, t, packed, whole);
       });
 }
 
-// The single pass; an empty buffer when the blocks outgrow the scratch (the caller then
-// takes the two-pass path). The blocks land at a fixed place in the scratch, after room for
-// the most flag words there can be; once the count is known, the flag words and group bits
-// are copied in just before them (a few MB), and the stream is that slice of the scratch.
-Buffer encode_single_pass(const uint8_t* input, uint64_t input_bytes, const zeroblock::Layout& L, cudaStream_t stream) {
-  const uint64_t tiles = L.groups, chunks = (tiles + chunk_tiles - 1) / chunk_tiles;
-  const uint64_t capacity = L.words / 2;
-  // words: [look-back state | group bits | flags, dense | room for the stream's head | blocks]
-  const uint64_t state_words = 8 * chunks + 2, bits_words = chunks * chunk_tiles / 32;
-  const uint64_t head_room = L.group_flag_words + tiles;  // the stream's bits and flag words at most
-  const uint64_t blocks_at = state_words + bits_words + tiles + head_room;
-  Buffer scratch = Buffer::device(4 * (blocks_at + capacity), stream);
-  uint32_t* words = scratch.as<uint32_t>();
-  LookBack lb;
-  lb.aggregate = scratch.as<unsigned long long>();
-  lb.inclusive = lb.aggregate + 2 * chunks;
-  lb.next_chunk = reinterpret_cast<unsigned int*>(lb.inclusive + 2 * chunks);
-  FZG_CUDA_CHECK(cudaMemsetAsync(scratch.data(), 0, 4 * state_words, stream));
-  PackTargets targets;
-  targets.group_bits = reinterpret_cast<uint16_t*>(words + state_words);
-  targets.flags = words + state_words + bits_words;
-  targets.blocks = words + blocks_at;
-  targets.capacity = capacity;
-  pack_kernel<<<resident_grid(pack_kernel, tile_block_threads, chunks, 1), tile_block_threads, 0, stream>>>(
-      input, input_bytes, tiles, chunks, lb, targets);
-  FZG_CUDA_CHECK_LAUNCH();
-  trace::mark("shuffle-pack: single pass queued");
-  unsigned long long totals[2];
-  copy_bytes(totals, Location::host, lb.inclusive + 2 * (chunks - 1), Location::device, sizeof totals, stream);
-  trace::mark("shuffle-pack: totals read");
-  const uint64_t flag_words = totals[0] - 1, blocks = totals[1] - 1;
-  if (blocks > capacity) return Buffer();
-  const uint64_t head = blocks_at - flag_words - L.group_flag_words;
-  copy_bytes_async(words + head, Location::device, targets.group_bits, Location::device, 4 * L.group_flag_words, stream);
-  copy_bytes_async(words + head + L.group_flag_words, Location::device, targets.flags, Location::device, 4 * flag_words,
-                   stream);
-  return scratch.slice(4 * head, 4 * (L.group_flag_words + flag_words + blocks));
-}
-
-}  // namespace
-
-Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
-  const zeroblock::Layout L(bitshuffle::shuffled_size(input_bytes), 1);
+// Two-pass encode (flags, CUB scan, place): no scratch for the blocks, for data whose blocks
+// outgrow the single pass's.
+Buffer encode_two_pass(const uint8_t* input, uint64_t input_bytes, const zeroblock::Layout& L, cudaStream_t stream) {
   const uint64_t tiles = L.groups;
-  if (tiles == 0) return Buffer::device(0, stream);
-  Buffer single = encode_single_pass(input, input_bytes, L, stream);
-  if (single.size() > 0) return single;
   Buffer scratch = Buffer::device((tiles + 1) * sizeof(zeroblock::GroupOffset) + tiles * sizeof(uint32_t), stream);
   auto* offsets = scratch.as<zeroblock::GroupOffset>();
   auto* flags = reinterpret_cast<uint32_t*>(offsets + tiles + 1);
@@ -316,15 +285,103 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
   return out;
 }
 
+}  // namespace
+
+// Scratch, in words: [look-back state | group bits | flag words, dense | room for the
+// stream's head | blocks]. The blocks land at a fixed place, after room for the most flag
+// words there can be; once their count is known the flag words and group bits are copied in
+// just before them (a few MB), and the stream is that slice of the scratch.
+DeviceEncoder::DeviceEncoder(uint64_t input_bytes, cudaStream_t stream)
+    : input_bytes_(input_bytes), layout_(bitshuffle::shuffled_size(input_bytes), 1), stream_(stream) {
+  const uint64_t tiles = layout_.groups;
+  chunks_ = (tiles + chunk_tiles - 1) / chunk_tiles;
+  capacity_ = layout_.words / 2;
+  const uint64_t state_words = 8 * chunks_ + chunks_;
+  bits_at_ = state_words;
+  flags_at_ = bits_at_ + chunks_ * chunk_tiles / 32;
+  blocks_at_ = flags_at_ + tiles + layout_.group_flag_words + tiles;
+  scratch_ = Buffer::device(4 * (blocks_at_ + capacity_), stream);
+  FZG_CUDA_CHECK(cudaMemsetAsync(scratch_.data(), 0, 4 * state_words, stream));
+}
+
+const unsigned long long* DeviceEncoder::totals() const {
+  return chunks_ ? scratch_.as<unsigned long long>() + 2 * chunks_ + 2 * (chunks_ - 1) : nullptr;
+}
+
+void DeviceEncoder::encode_chunks(uint64_t first, uint64_t end, const uint8_t* window, Carry carry,
+                                  cudaStream_t stream) {
+  if (first >= end) return;
+  uint32_t* words = scratch_.as<uint32_t>();
+  LookBack lb;
+  lb.aggregate = scratch_.as<unsigned long long>();
+  lb.inclusive = lb.aggregate + 2 * chunks_;
+  lb.next_chunk = reinterpret_cast<unsigned int*>(lb.inclusive + 2 * chunks_);
+  PackTargets targets;
+  targets.group_bits = reinterpret_cast<uint16_t*>(words + bits_at_);
+  targets.flags = words + flags_at_;
+  targets.blocks = words + blocks_at_;
+  targets.capacity = capacity_;
+  const uint64_t window_bytes = input_bytes_ - first * chunk_bytes;
+  pack_kernel<<<resident_grid(pack_kernel, tile_block_threads, end - first, 1), tile_block_threads, 0,
+                stream ? stream : stream_>>>(window, window_bytes, input_bytes_ / bitshuffle::tile_bytes,
+                                             layout_.groups, first, end, lb, targets, carry);
+  FZG_CUDA_CHECK_LAUNCH();
+  trace::mark("shuffle-pack: chunks queued");
+}
+
+Buffer DeviceEncoder::finish(const unsigned long long totals[2]) {
+  const uint64_t flag_words = totals[0] - 1, blocks = totals[1] - 1;
+  if (blocks > capacity_) return Buffer();
+  uint32_t* words = scratch_.as<uint32_t>();
+  const uint64_t head = blocks_at_ - flag_words - layout_.group_flag_words;
+  copy_bytes_async(words + head, Location::device, words + bits_at_, Location::device, 4 * layout_.group_flag_words,
+                   stream_);
+  copy_bytes_async(words + head + layout_.group_flag_words, Location::device, words + flags_at_, Location::device,
+                   4 * flag_words, stream_);
+  return scratch_.slice(4 * head, 4 * (layout_.group_flag_words + flag_words + blocks));
+}
+
+DeviceDecoder::DeviceDecoder(const uint32_t* input, uint64_t input_bytes, uint64_t output_bytes, cudaStream_t stream)
+    : output_bytes_(output_bytes), stream_(stream) {
+  const zeroblock::Layout L(bitshuffle::shuffled_size(output_bytes), 1);
+  tiles_ = L.groups;
+  if (tiles_ == 0) {
+    require_data(input_bytes == 0, "zero-block stream size");
+    return;
+  }
+  zeroblock::DecodePlan plan = zeroblock::plan_decode(input, input_bytes, L, stream);
+  scratch_ = plan.scratch;
+  group_flags_ = plan.view.group_flags, block_index_ = plan.view.block_index, blocks_ = plan.view.blocks;
+  trace::mark("shuffle-pack: decode planned");
+}
+
+void DeviceDecoder::decode_tiles(uint64_t first, uint64_t end, uint8_t* window, cudaStream_t stream) {
+  end = std::min(end, tiles_);
+  if (first >= end) return;
+  const uint64_t whole = output_bytes_ / bitshuffle::tile_bytes;
+  const uint64_t window_bytes = std::min(end * bitshuffle::tile_bytes, output_bytes_) - first * bitshuffle::tile_bytes;
+  expand_kernel<<<bitshuffle::tile_grid(expand_kernel, end - first), tile_block_threads, 0,
+                  stream ? stream : stream_>>>(
+      zeroblock::StreamView{group_flags_, block_index_, blocks_}, first, whole > first ? std::min(whole, end) - first : 0, end - first, window, window_bytes);
+  FZG_CUDA_CHECK_LAUNCH();
+}
+
+Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
+  const zeroblock::Layout L(bitshuffle::shuffled_size(input_bytes), 1);
+  if (L.groups == 0) return Buffer::device(0, stream);
+  DeviceEncoder encoder(input_bytes, stream);
+  encoder.encode_chunks(0, encoder.chunks(), input);
+  unsigned long long totals[2];
+  copy_bytes(totals, Location::host, encoder.totals(), Location::device, sizeof totals, stream);
+  trace::mark("shuffle-pack: totals read");
+  Buffer single = encoder.finish(totals);
+  return single.size() > 0 ? single : encode_two_pass(input, input_bytes, L, stream);
+}
+
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
                  cudaStream_t stream) {
-  const zeroblock::Layout L(bitshuffle::shuffled_size(output_bytes), 1);
-  if (L.groups == 0) return require_data(input_bytes == 0, "zero-block stream size");
-  const zeroblock::DecodePlan plan = zeroblock::plan_decode(input, input_bytes, L, stream);
-  trace::mark("shuffle-pack: decode planned");
-  expand_kernel<<<bitshuffle::tile_grid(expand_kernel, L.groups), tile_block_threads, 0, stream>>>(
-      plan.view, L.groups, output, output_bytes);
-  FZG_CUDA_CHECK_LAUNCH();
+  DeviceDecoder decoder(input, input_bytes, output_bytes, stream);
+  decoder.decode_tiles(0, decoder.tiles(), output);
 }
 
 }  // namespace fzg::shuffle_pack

@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 
+#include "lossless/zeroblock/zeroblock.hh"
 #include "pipeline/fusion.hh"
 
 namespace fzg {
@@ -16,6 +17,57 @@ namespace shuffle_pack {
 Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stream);
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
                  cudaStream_t stream);
+
+// The single pass, a window of the input at a time (for chains that never hold their whole
+// input). The input is cut into chunks of 128 tiles; a launch encodes a run of chunks and
+// places them after those of every earlier launch, so the launches must cover the chunks in
+// order. The blocks go to a scratch of half the input: finish() says when they did not fit.
+// Bytes [from, from + bytes) of a window to copy to `to` on the way (an even count).
+struct Carry {
+  uint64_t from = 0, bytes = 0;
+  uint8_t* to = nullptr;
+};
+
+class DeviceEncoder {
+ public:
+  static constexpr uint64_t chunk_bytes = 128 * 128;
+
+  DeviceEncoder(uint64_t input_bytes, cudaStream_t stream);
+  uint64_t chunks() const { return chunks_; }
+  // Chunks [first, end); `window` holds the input from byte first * chunk_bytes on. On
+  // `stream` when given, else the encoder's.
+  void encode_chunks(uint64_t first, uint64_t end, const uint8_t* window, Carry carry = {},
+                     cudaStream_t stream = nullptr);
+  // Device address of the totals (flag words + 1, blocks + 1), complete after the last chunk.
+  const unsigned long long* totals() const;
+  // The stream from the totals read back; an empty buffer when the blocks outgrew the scratch.
+  Buffer finish(const unsigned long long totals[2]);
+
+ private:
+  uint64_t input_bytes_;
+  zeroblock::Layout layout_;
+  cudaStream_t stream_;
+  uint64_t chunks_ = 0, capacity_ = 0, bits_at_ = 0, flags_at_ = 0, blocks_at_ = 0;  // in words
+  Buffer scratch_;
+};
+
+// Decode a window of tiles at a time: the stream is planned once (one synchronization).
+class DeviceDecoder {
+ public:
+  DeviceDecoder(const uint32_t* input, uint64_t input_bytes, uint64_t output_bytes, cudaStream_t stream);
+  uint64_t tiles() const { return tiles_; }
+  // Output tiles [first, end) (128 bytes each, the last one ragged) into `window`, on `stream`
+  // when given, else the decoder's.
+  void decode_tiles(uint64_t first, uint64_t end, uint8_t* window, cudaStream_t stream = nullptr);
+
+ private:
+  uint64_t output_bytes_, tiles_ = 0;
+  cudaStream_t stream_;
+  Buffer scratch_;  // the plan: per tile its flag word and first block
+  const uint32_t* group_flags_ = nullptr;
+  const uint64_t* block_index_ = nullptr;
+  const uint32_t* blocks_ = nullptr;
+};
 #endif
 }  // namespace shuffle_pack
 

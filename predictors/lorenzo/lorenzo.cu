@@ -37,8 +37,12 @@ namespace {
 
 constexpr int block_threads = 256;
 
+// The field's shape, and the tiles a launch works on: [first_tile, end_tile) of tile order,
+// their codes in a window that holds point i's code at [i - codes_first].
 struct Grid {
   uint64_t nx, ny, nz, tiles_x, tiles_y, tile_count;
+  uint32_t first_tile, end_tile;
+  uint64_t codes_first;
 };
 
 struct CountPair {
@@ -60,7 +64,9 @@ QuantConstants constants_of(const Quantization& q) {
   return {1.0 / q.step, q.step, q.error_bound, acceptance_threshold(sizeof(T) == 4, q.error_bound, q.min, q.max)};
 }
 
-Grid device_grid(const TileGrid& g) { return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count()}; }
+Grid device_grid(const TileGrid& g) {
+  return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count(), 0, uint32_t(g.tile_count()), 0};
+}
 
 // Where a tile starts and how much of it lies inside the field.
 template <int TX, int TY, int TZ>
@@ -88,15 +94,17 @@ struct TilePlace {
   }
 };
 
-// The tiles of this block: one contiguous run in tile order, so that a tile's coordinates
-// follow from the previous tile's by a carry instead of two integer divisions per tile.
-// `body(place)` sees every tile of the run; the whole block calls it together.
+// The tiles of this block: one contiguous run of the launch's tiles, so that a tile's
+// coordinates follow from the previous tile's by a carry instead of two integer divisions per
+// tile. `body(place)` sees every tile of the run; the whole block calls it together.
 template <int TX, int TY, int TZ, typename Body>
 __device__ __forceinline__ void for_each_block_tile(const Grid& g, Body body) {
-  const uint32_t per_block = uint32_t((g.tile_count + gridDim.x - 1) / gridDim.x);
-  uint32_t tile = blockIdx.x * per_block;
-  const uint32_t end = uint32_t(g.tile_count - tile < per_block ? g.tile_count - tile : per_block) + tile;
-  if (tile >= g.tile_count) return;
+  const uint32_t tiles = g.end_tile - g.first_tile;
+  const uint32_t per_block = (tiles + gridDim.x - 1) / gridDim.x;
+  const uint32_t offset = blockIdx.x * per_block;
+  if (offset >= tiles) return;
+  uint32_t tile = g.first_tile + offset;
+  const uint32_t end = tile + (tiles - offset < per_block ? tiles - offset : per_block);
   const uint32_t row = tile / g.tiles_x;
   uint32_t tx = tile - row * g.tiles_x, tz = row / g.tiles_y, ty = row - tz * g.tiles_y;
   for (; tile < end; ++tile) {
@@ -257,7 +265,7 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
     for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
   }
   uint32_t escapes = 0;
-  uint16_t* dst = codes + strip.global0;
+  uint16_t* dst = codes + (strip.global0 - g.codes_first);
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
     if (!Whole && !strip.inside(k)) continue;
@@ -438,9 +446,10 @@ __device__ void prefix_sums(int32_t* q) {
 
 // The tile's deltas into shared memory, escapes patched in (keys validated before launch).
 template <int TX, int TY, int TZ>
-__device__ void load_deltas(const uint16_t* codes, const Strip<TX, TY, TZ>& strip, const OutlierSource& o,
-                            uint64_t escape_begin, uint64_t escape_end, uint64_t key0, int32_t* q) {
-  const uint16_t* src = codes + strip.global0;
+__device__ void load_deltas(const uint16_t* codes, uint64_t codes_first, const Strip<TX, TY, TZ>& strip,
+                            const OutlierSource& o, uint64_t escape_begin, uint64_t escape_end, uint64_t key0,
+                            int32_t* q) {
+  const uint16_t* src = codes + (strip.global0 - codes_first);
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
     q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
@@ -454,7 +463,7 @@ template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes, OutlierSource o,
                                                                Grid g, double step, T* __restrict__ field) {
   __shared__ int32_t q[TX * TY * TZ];
-  for (uint32_t tile = blockIdx.x; tile < g.tile_count; tile += gridDim.x) {
+  for (uint32_t tile = g.first_tile + blockIdx.x; tile < g.end_tile; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
     const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
@@ -468,12 +477,12 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
         // through shared memory. Escapes, rare, are patched in through shared memory first.
         uint32_t v[Strip<TX, TY, TZ>::per_thread];
         if (escape_begin == escape_end) {  // uniform across the block
-          const uint16_t* src = codes + strip.global0;
+          const uint16_t* src = codes + (strip.global0 - g.codes_first);
 #pragma unroll
           for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
             v[k] = Whole || strip.inside(k) ? uint32_t(decode_delta(*src)) : 0u;
         } else {
-          load_deltas(codes, strip, o, escape_begin, escape_end, p.key0, q);
+          load_deltas(codes, g.codes_first, strip, o, escape_begin, escape_end, p.key0, q);
 #pragma unroll
           for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
         }
@@ -484,7 +493,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
         __syncthreads();
         prefix_along_y<TX, TY, TZ>(q);
       } else {
-        load_deltas(codes, strip, o, escape_begin, escape_end, p.key0, q);
+        load_deltas(codes, g.codes_first, strip, o, escape_begin, escape_end, p.key0, q);
         prefix_sums<TX, TY, TZ>(q);
       }
       T* dst = field + strip.global0;
@@ -549,118 +558,169 @@ __global__ void write_counts_kernel(uint64_t* stream, uint64_t escapes, uint64_t
   stream[1] = exacts;
 }
 
-template <typename T, int TX, int TY, int TZ>
-Buffer encode_shaped(const T* field, const TileGrid& grid, const Quantization& quant, uint16_t* codes,
-                     cudaStream_t stream) {
-  const Grid g = device_grid(grid);
-  const uint64_t tiles = grid.tile_count();
-  // [escape total, exact total] (u64) | per-tile packed counts
-  Buffer counts = Buffer::device(2 * sizeof(uint64_t) + tiles * sizeof(uint32_t), stream);
-  auto* totals = counts.as<unsigned long long>();
-  uint32_t* tile_counts = reinterpret_cast<uint32_t*>(totals + 2);
-  FZG_CUDA_CHECK(cudaMemsetAsync(totals, 0, 2 * sizeof(uint64_t), stream));
-  const unsigned blocks = resident_grid(encode_kernel<T, TX, TY, TZ>, block_threads, tiles, 1);
-  encode_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(field, g, constants_of<T>(quant), codes,
-                                                                      tile_counts, totals);
-  FZG_CUDA_CHECK_LAUNCH();
-  trace::mark("lorenzo: encode queued");
-  OutlierCounts total;
-  static_assert(sizeof total == 2 * sizeof(unsigned long long), "counts read back as they are summed");
-  copy_bytes(&total, Location::host, totals, Location::device, sizeof total, stream);
-  trace::mark("lorenzo: outlier totals read");
+// The tile shape of a rank, as a type: kernels are instantiated per element type and shape.
+template <int X, int Y, int Z>
+struct Shape {
+  static constexpr int x = X, y = Y, z = Z;
+};
 
-  Buffer stream_buffer = Buffer::device(outlier_stream_size(total, dtype_of<T>()), stream);
-  write_counts_kernel<<<1, 1, 0, stream>>>(stream_buffer.as<uint64_t>(), total.escapes, total.exacts);
-  if (total.escapes + total.exacts > 0) {
-    Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream);
-    scan_counts(tile_counts, offsets.as<CountPair>(), tiles, stream);
+// Calls f(T{}, Shape<...>{}) for the field's element type and the tile shape of its rank.
+template <typename F>
+void with_shape(DType type, int rank, F f) {
+  auto by_rank = [&](auto zero) {
+    switch (rank) {
+      case 1: return f(zero, Shape<2048, 1, 1>{});
+      case 2: return f(zero, Shape<32, 32, 1>{});
+      default: return f(zero, Shape<32, 8, 8>{});
+    }
+  };
+  if (type == DType::f32) by_rank(float{});
+  else by_rank(double{});
+}
+
+// The launch's tiles: tile rows [first_row, end_row), codes in a window from `codes_first`.
+Grid rows_grid(const TileGrid& grid, uint64_t first_row, uint64_t end_row, uint64_t codes_first) {
+  Grid g = device_grid(grid);
+  const uint64_t per_row = grid.tile_count() / tile_rows(grid.dims).count;
+  g.first_tile = uint32_t(first_row * per_row);
+  g.end_tile = uint32_t(end_row * per_row);
+  g.codes_first = codes_first;
+  return g;
+}
+
+}  // namespace
+
+TileRows tile_rows(const Dims& dims) {
+  const TileGrid grid(dims);
+  switch (dims.rank) {
+    case 1: return {grid.tiles_x, grid.tile.x};
+    case 2: return {grid.tiles_y, dims.x * grid.tile.y};
+    default: return {grid.tiles_z, dims.x * dims.y * grid.tile.z};
+  }
+}
+
+DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, const Quantization& quant,
+                             cudaStream_t stream)
+    : field_(field), type_(type), grid_(dims), quant_(quant), stream_(stream) {
+  if (grid_.tile_count() >= (uint64_t(1) << 32)) fail(ErrorCode::invalid_argument, "field has too many tiles");
+  counts_ = Buffer::device(sizeof(OutlierCounts) + grid_.tile_count() * sizeof(uint32_t), stream);
+  FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, sizeof(OutlierCounts), stream));
+}
+
+const OutlierCounts* DeviceEncoder::totals() const { return counts_.as<OutlierCounts>(); }
+
+void DeviceEncoder::encode_rows(uint64_t first_row, uint64_t end_row, uint16_t* window, uint64_t window_first) {
+  if (first_row >= end_row) return;
+  auto* totals = counts_.as<unsigned long long>();
+  auto* tile_counts = reinterpret_cast<uint32_t*>(totals + 2);
+  const Grid g = rows_grid(grid_, first_row, end_row, window_first);
+  with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
+    using T = decltype(zero);
+    using S = decltype(shape);
+    auto kernel = encode_kernel<T, S::x, S::y, S::z>;
+    kernel<<<resident_grid(kernel, block_threads, g.end_tile - g.first_tile, 1), block_threads, 0, stream_>>>(
+        static_cast<const T*>(field_), g, constants_of<T>(quant_), window, tile_counts, totals);
+    FZG_CUDA_CHECK_LAUNCH();
+  });
+  trace::mark("lorenzo: encode queued");
+}
+
+Buffer DeviceEncoder::outliers(OutlierCounts total) {
+  Buffer stream_buffer = Buffer::device(outlier_stream_size(total, type_), stream_);
+  write_counts_kernel<<<1, 1, 0, stream_>>>(stream_buffer.as<uint64_t>(), total.escapes, total.exacts);
+  FZG_CUDA_CHECK_LAUNCH();
+  if (total.escapes + total.exacts == 0) return stream_buffer;
+  const uint64_t tiles = grid_.tile_count();
+  const uint32_t* tile_counts = reinterpret_cast<const uint32_t*>(counts_.as<unsigned long long>() + 2);
+  Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream_);
+  scan_counts(tile_counts, offsets.as<CountPair>(), tiles, stream_);
+  with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
+    using T = decltype(zero);
+    using S = decltype(shape);
     uint8_t* base = stream_buffer.data() + 16;
     OutlierTargets<T> out;
     out.escape_keys = reinterpret_cast<uint64_t*>(base);
     out.exact_keys = out.escape_keys + total.escapes;
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
-    place_outliers_kernel<T, TX, TY, TZ><<<blocks, block_threads, 0, stream>>>(
-        field, g, constants_of<T>(quant), tile_counts, offsets.as<CountPair>(), out);
+    auto kernel = place_outliers_kernel<T, S::x, S::y, S::z>;
+    kernel<<<resident_grid(kernel, block_threads, tiles, 1), block_threads, 0, stream_>>>(
+        static_cast<const T*>(field_), device_grid(grid_), constants_of<T>(quant_), tile_counts,
+        offsets.as<CountPair>(), out);
     FZG_CUDA_CHECK_LAUNCH();
-  }
+  });
   return stream_buffer;
 }
 
-template <typename T, int TX, int TY, int TZ>
-void decode_shaped(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, const TileGrid& grid,
-                   const Quantization& quant, T* field, cudaStream_t stream) {
+DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
+                             const Quantization& quant, cudaStream_t stream)
+    : type_(type), grid_(dims), quant_(quant), stream_(stream) {
   require_data(outliers_size >= 16, "outlier stream shorter than its counts");
+  require_data(grid_.tile_count() < (uint64_t(1) << 32), "field has too many tiles");
   OutlierCounts counts;
   copy_bytes(&counts, Location::host, outliers, Location::device, 16, stream);
   trace::mark("lorenzo: outlier counts read");
-  const OutlierView view = outlier_layout(counts, outliers, outliers_size, dtype_of<T>());
-  OutlierSource o{view.escape_keys, view.escape_deltas, counts.escapes, view.exact_keys, view.exact_values,
-                  counts.exacts, nullptr, nullptr};
-  const Grid g = device_grid(grid);
-  const uint64_t tiles = grid.tile_count();
-  Buffer starts;
-  if (counts.escapes + counts.exacts > 0) {
-    starts = Buffer::device(2 * (tiles + 1) * sizeof(uint64_t) + sizeof(int), stream);
-    int* bad = reinterpret_cast<int*>(starts.as<uint64_t>() + 2 * (tiles + 1));
-    FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream));
+  view_ = outlier_layout(counts, outliers, outliers_size, type);
+  if (counts.escapes + counts.exacts == 0) return;
+  const Grid g = device_grid(grid_);
+  const uint64_t tiles = grid_.tile_count();
+  starts_ = Buffer::device(2 * (tiles + 1) * sizeof(uint64_t) + sizeof(int), stream);
+  int* bad = reinterpret_cast<int*>(starts_.as<uint64_t>() + 2 * (tiles + 1));
+  FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream));
+  with_shape(type, dims.rank, [&](auto, auto shape) {
+    using S = decltype(shape);
     if (counts.escapes)
-      validate_keys_kernel<TX, TY, TZ><<<grid_for(counts.escapes, 256), 256, 0, stream>>>(o.escape_keys, counts.escapes,
-                                                                                          g, bad);
+      validate_keys_kernel<S::x, S::y, S::z><<<grid_for(counts.escapes, 256), 256, 0, stream>>>(view_.escape_keys,
+                                                                                              counts.escapes, g, bad);
     if (counts.exacts)
-      validate_keys_kernel<TX, TY, TZ><<<grid_for(counts.exacts, 256), 256, 0, stream>>>(o.exact_keys, counts.exacts, g,
-                                                                                         bad);
+      validate_keys_kernel<S::x, S::y, S::z><<<grid_for(counts.exacts, 256), 256, 0, stream>>>(view_.exact_keys,
+                                                                                             counts.exacts, g, bad);
     FZG_CUDA_CHECK_LAUNCH();
-    require_data(read_back(bad, stream) == 0, "outlier keys");
-    o.escape_start = starts.as<uint64_t>();
-    o.exact_start = o.escape_start + tiles + 1;
-    const uint64_t volume = TX * TY * TZ;
-    tile_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(o.escape_keys, counts.escapes, tiles, volume,
-                                                                     starts.as<uint64_t>());
-    tile_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(o.exact_keys, counts.exacts, tiles, volume,
-                                                                     starts.as<uint64_t>() + tiles + 1);
-    FZG_CUDA_CHECK_LAUNCH();
-  }
-  decode_kernel<T, TX, TY, TZ><<<resident_grid(decode_kernel<T, TX, TY, TZ>, block_threads, tiles, 1), block_threads, 0,
-                                 stream>>>(codes, o, g, quant.step,
-                                                                                                field);
+  });
+  require_data(read_back(bad, stream) == 0, "outlier keys");
+  const uint64_t volume = grid_.tile.volume();
+  tile_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(view_.escape_keys, counts.escapes, tiles, volume,
+                                                                   starts_.as<uint64_t>());
+  tile_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(view_.exact_keys, counts.exacts, tiles, volume,
+                                                                   starts_.as<uint64_t>() + tiles + 1);
   FZG_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T>
-Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, uint16_t* codes, cudaStream_t stream) {
-  const TileGrid grid(dims);
-  switch (dims.rank) {
-    case 1: return encode_shaped<T, 2048, 1, 1>(field, grid, quant, codes, stream);
-    case 2: return encode_shaped<T, 32, 32, 1>(field, grid, quant, codes, stream);
-    default: return encode_shaped<T, 32, 8, 8>(field, grid, quant, codes, stream);
+void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first,
+                                void* field) {
+  if (first_row >= end_row) return;
+  const uint64_t tiles = grid_.tile_count();
+  const OutlierCounts& counts = view_.counts;
+  OutlierSource o{view_.escape_keys, view_.escape_deltas, counts.escapes, view_.exact_keys, view_.exact_values,
+                  counts.exacts, nullptr, nullptr};
+  if (starts_.size() > 0) {
+    o.escape_start = starts_.as<uint64_t>();
+    o.exact_start = o.escape_start + tiles + 1;
   }
+  const Grid g = rows_grid(grid_, first_row, end_row, window_first);
+  with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
+    using T = decltype(zero);
+    using S = decltype(shape);
+    auto kernel = decode_kernel<T, S::x, S::y, S::z>;
+    kernel<<<resident_grid(kernel, block_threads, g.end_tile - g.first_tile, 1), block_threads, 0, stream_>>>(
+        window, o, g, quant_.step, static_cast<T*>(field));
+    FZG_CUDA_CHECK_LAUNCH();
+  });
 }
-
-template <typename T>
-void decode_typed(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, const Dims& dims,
-                  const Quantization& quant, T* field, cudaStream_t stream) {
-  const TileGrid grid(dims);
-  switch (dims.rank) {
-    case 1: return decode_shaped<T, 2048, 1, 1>(codes, outliers, outliers_size, grid, quant, field, stream);
-    case 2: return decode_shaped<T, 32, 32, 1>(codes, outliers, outliers_size, grid, quant, field, stream);
-    default: return decode_shaped<T, 32, 8, 8>(codes, outliers, outliers_size, grid, quant, field, stream);
-  }
-}
-
-}  // namespace
 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    cudaStream_t stream) {
-  if (type == DType::f32) return encode_typed(static_cast<const float*>(field), dims, quant, codes, stream);
-  return encode_typed(static_cast<const double*>(field), dims, quant, codes, stream);
+  DeviceEncoder encoder(field, type, dims, quant, stream);
+  encoder.encode_rows(0, tile_rows(dims).count, codes, 0);
+  const OutlierCounts totals = read_back(encoder.totals(), stream);
+  trace::mark("lorenzo: outlier totals read");
+  return encoder.outliers(totals);
 }
 
 void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                  const Quantization& quant, void* field, cudaStream_t stream) {
-  if (type == DType::f32)
-    return decode_typed(codes, outliers, outliers_size, dims, quant, static_cast<float*>(field), stream);
-  decode_typed(codes, outliers, outliers_size, dims, quant, static_cast<double*>(field), stream);
+  DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream);
+  decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
 }
 
 }  // namespace fzg::lorenzo

@@ -69,6 +69,52 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
                    cudaStream_t stream);
 void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                  const Quantization& quant, void* field, cudaStream_t stream);
+
+// Slab-wise device coding, for chains that never hold a whole field's codes (a predictor
+// fused with its lossless stages). A tile row is the run of tiles that share the slowest
+// axis' tile index (8 planes in 3D, 32 rows in 2D, one tile in 1D): its points are one
+// contiguous run of field order, so the codes of rows [first, end) fill one window, the code
+// of point i at window[i - window_first]. Rows encode and decode independently (tiles do).
+struct TileRows {
+  uint64_t count;           // tile rows in the field
+  uint64_t values_per_row;  // points in a whole row (the last row may hold fewer)
+};
+TileRows tile_rows(const Dims& dims);
+
+class DeviceEncoder {
+ public:
+  DeviceEncoder(const void* field, DType type, const Dims& dims, const Quantization& quant, cudaStream_t stream);
+  void encode_rows(uint64_t first_row, uint64_t end_row, uint16_t* window, uint64_t window_first);
+  // Device address of the field's outlier counts, complete once every row is encoded.
+  const OutlierCounts* totals() const;
+  // The outlier stream, once the caller has read the totals back.
+  Buffer outliers(OutlierCounts totals);
+
+ private:
+  const void* field_;
+  DType type_;
+  TileGrid grid_;
+  Quantization quant_;
+  cudaStream_t stream_;
+  Buffer counts_;  // the totals, then each tile's packed escape and exact counts
+};
+
+class DeviceDecoder {
+ public:
+  // Validates the (device) outlier stream and finds each tile's outliers: one synchronization
+  // when there are outliers, one to read their counts.
+  DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
+                const Quantization& quant, cudaStream_t stream);
+  void decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first, void* field);
+
+ private:
+  DType type_;
+  TileGrid grid_;
+  Quantization quant_;
+  cudaStream_t stream_;
+  OutlierView view_;
+  Buffer starts_;  // per tile: where its escapes, then its exacts, start
+};
 #endif
 
 }  // namespace lorenzo
