@@ -16,9 +16,10 @@ namespace fzg {
 
 namespace {
 
-// A slab of 16 M values: two 32 MB codes windows. Each slab costs a few microseconds of
-// launch ramp and tail (8 M-value slabs ran 13 % slower at 100 M values, 16 M 5 %).
-constexpr uint64_t default_slab_values = uint64_t(1) << 24;
+// Slabs of at most 32 M values (two 64 MB codes windows at most). Each slab costs a few
+// microseconds of launch ramp and tail: at 100 M values, 8 M-value slabs ran 10-13 % slower
+// than the stages in turn, 16 M 4-7 %, 32 M none (a host round trip fewer makes up for it).
+constexpr uint64_t default_slab_values = uint64_t(1) << 25;
 
 #ifdef FZG_HAVE_CUDA
 constexpr bool cuda_built = true;
@@ -57,10 +58,18 @@ class LorenzoPack final : public ChainFusion {
 
 #ifdef FZG_HAVE_CUDA
 
-// Tile rows a slab takes: whole rows, at least one.
+// Tile rows a slab takes: whole rows, at least one; by default the field in as few slabs of
+// the default size as it takes, all of about the same size.
 uint64_t rows_per_slab(const StageContext& ctx, const lorenzo::TileRows& rows) {
-  const uint64_t target = ctx.slab_values ? ctx.slab_values : default_slab_values;
-  return std::max<uint64_t>(1, std::min(rows.count, target / rows.values_per_row));
+  if (ctx.slab_values) return std::max<uint64_t>(1, std::min(rows.count, ctx.slab_values / rows.values_per_row));
+  const uint64_t slab_rows = std::max<uint64_t>(1, default_slab_values / rows.values_per_row);
+  const uint64_t slabs = (rows.count + slab_rows - 1) / slab_rows;
+  return (rows.count + slabs - 1) / slabs;
+}
+
+// The second window of a field that takes more than one slab (a field of one slab has one).
+Buffer second_window(uint64_t slab_rows, const lorenzo::TileRows& rows, uint64_t bytes, cudaStream_t stream) {
+  return slab_rows < rows.count ? Buffer::device(bytes, stream) : Buffer();
 }
 
 // A second stream for the packing: a slab's pack runs beside the next slab's Lorenzo, so that
@@ -115,8 +124,9 @@ std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& f
   shuffle_pack::DeviceEncoder pack(2 * values, ctx.stream);
   const lorenzo::TileRows rows = lorenzo::tile_rows(ctx.dims);
   const uint64_t slab_rows = rows_per_slab(ctx, rows);
-  const uint64_t window_bytes = 2 * (slab_rows * rows.values_per_row + chunk_values);
-  Buffer windows[2] = {Buffer::device(window_bytes, ctx.stream), Buffer::device(window_bytes, ctx.stream)};
+  const uint64_t window_bytes = 2 * (std::min(values, slab_rows * rows.values_per_row) + chunk_values);
+  Buffer windows[2] = {Buffer::device(window_bytes, ctx.stream),
+                       second_window(slab_rows, rows, window_bytes, ctx.stream)};
   SideStream side(ctx.stream);
   side.wait(side.get(), side.record(ctx.stream));  // the encoders' state is zeroed on the main stream
   cudaEvent_t window_read[2] = {nullptr, nullptr};  // the last pack that read each window
@@ -172,8 +182,9 @@ Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& o
   // A slab's codes, from the shuffle tile its first value lies in. Slab k's codes are expanded
   // on the side stream into window k % 2 while the main stream reconstructs slab k - 1 from
   // the other; a window is refilled once the slab that read it is reconstructed.
-  const uint64_t window_bytes = 2 * (slab_rows * rows.values_per_row + 2 * tile_values);
-  Buffer windows[2] = {Buffer::device(window_bytes, ctx.stream), Buffer::device(window_bytes, ctx.stream)};
+  const uint64_t window_bytes = 2 * (std::min(values, slab_rows * rows.values_per_row) + 2 * tile_values);
+  Buffer windows[2] = {Buffer::device(window_bytes, ctx.stream),
+                       second_window(slab_rows, rows, window_bytes, ctx.stream)};
   SideStream side(ctx.stream);
   side.wait(side.get(), side.record(ctx.stream));  // the plan is made on the main stream
   cudaEvent_t window_read[2] = {nullptr, nullptr}, expanded[2] = {nullptr, nullptr};

@@ -157,6 +157,31 @@ __device__ zeroblock::GroupOffset look_back(const LookBack& lb, uint64_t chunk) 
   return before;
 }
 
+// The carry (less than a chunk) in 16-byte words, each thread's loads issued together (a
+// chain of dependent round trips would hold the launch up), the ragged end as u16. `from` and
+// `to` are 16-byte aligned; nothing past `to + bytes` is written (the next slab's codes are
+// being written there).
+__device__ __forceinline__ void copy_carry(const uint8_t* window, const Carry& carry) {
+  constexpr uint32_t per_thread = Carry::max_bytes / 16 / tile_block_threads;
+  const uint64_t words = carry.bytes / 16;
+  const auto* src = reinterpret_cast<const uint4*>(window + carry.from);
+  auto* dst = reinterpret_cast<uint4*>(carry.to);
+  uint4 w[per_thread];
+#pragma unroll
+  for (uint32_t k = 0; k < per_thread; ++k) {
+    const uint64_t i = threadIdx.x + k * tile_block_threads;
+    if (i < words) w[k] = src[i];
+  }
+#pragma unroll
+  for (uint32_t k = 0; k < per_thread; ++k) {
+    const uint64_t i = threadIdx.x + k * tile_block_threads;
+    if (i < words) dst[i] = w[k];
+  }
+  const uint64_t tail = words * 16 + 2 * threadIdx.x;
+  if (tail < carry.bytes)
+    *reinterpret_cast<uint16_t*>(carry.to + tail) = *reinterpret_cast<const uint16_t*>(window + carry.from + tail);
+}
+
 // Chunks [first_chunk, end_chunk) of an input of `tiles` tiles, `whole_tiles` of them entire;
 // `window` holds the input from chunk first_chunk on (window_bytes of it, to the input's end
 // at most). Chunks of earlier launches count in the look-back like those of this one.
@@ -173,9 +198,7 @@ __global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t*
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const uint64_t window_tile = first_chunk * chunk_tiles;
   const auto* words = reinterpret_cast<const uint32_t*>(window);
-  if (blockIdx.x == 0)
-    for (uint64_t i = threadIdx.x; i < carry.bytes / 2; i += tile_block_threads)
-      reinterpret_cast<uint16_t*>(carry.to)[i] = reinterpret_cast<const uint16_t*>(window + carry.from)[i];
+  if (blockIdx.x == 0) copy_carry(window, carry);
   for (;;) {
     if (threadIdx.x == 0) chunk = first_chunk + atomicAdd(lb.next_chunk + first_chunk, 1u);
     __syncthreads();

@@ -22,15 +22,17 @@ void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, u
 // input). The input is cut into chunks of 128 tiles; a launch encodes a run of chunks and
 // places them after those of every earlier launch, so the launches must cover the chunks in
 // order. The blocks go to a scratch of half the input: finish() says when they did not fit.
-// Bytes [from, from + bytes) of a window to copy to `to` on the way (an even count).
+// Bytes [from, from + bytes) of a window to copy to `to` on the way: an even count below
+// max_bytes, `from` and `to` 16-byte aligned.
 struct Carry {
+  static constexpr uint64_t max_bytes = 128 * 128;
   uint64_t from = 0, bytes = 0;
   uint8_t* to = nullptr;
 };
 
 class DeviceEncoder {
  public:
-  static constexpr uint64_t chunk_bytes = 128 * 128;
+  static constexpr uint64_t chunk_bytes = Carry::max_bytes;
 
   DeviceEncoder(uint64_t input_bytes, cudaStream_t stream);
   uint64_t chunks() const { return chunks_; }
