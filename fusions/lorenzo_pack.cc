@@ -18,7 +18,8 @@ namespace {
 
 // Slabs of at most 32 M values (two 64 MB codes windows at most). Each slab costs a few
 // microseconds of launch ramp and tail: at 100 M values, 8 M-value slabs ran 10-13 % slower
-// than the stages in turn, 16 M 4-7 %, 32 M none (a host round trip fewer makes up for it).
+// than the stages in turn, 16 M 4-7 %, 32 M 0-3 % (one host round trip fewer than the stages
+// makes up for most of it).
 constexpr uint64_t default_slab_values = uint64_t(1) << 25;
 
 #ifdef FZG_HAVE_CUDA
@@ -73,7 +74,8 @@ Buffer second_window(uint64_t slab_rows, const lorenzo::TileRows& rows, uint64_t
 }
 
 // A second stream for the packing: a slab's pack runs beside the next slab's Lorenzo, so that
-// neither kernel's ramp and tail leave the GPU idle. Events order them (see encode).
+// neither kernel's ramp and tail leave the GPU idle. Events order them (see encode). The
+// stream and events are the calling thread's, made on the device current at its first call.
 class SideStream {
  public:
   explicit SideStream(cudaStream_t main) : main_(main) {}
@@ -164,8 +166,8 @@ std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& f
   copy_bytes(totals, Location::host, device_totals.data(), Location::device, sizeof totals, ctx.stream);
   trace::mark("lorenzo-pack: totals read");
   Buffer stream = pack.finish(totals + 2);
-  // The scratch holds half the codes: a stream outgrowing it is one zero-block would nearly
-  // or wholly store raw; the nodes run in turn decide that.
+  // The scratch holds half the codes. A stream outgrowing it is rare and near the size at
+  // which zero-block stores its input raw: the stages run in turn decide that.
   if (stream.size() == 0) return {};
   return {predict.outliers({totals[0], totals[1]}), stream};
 }
