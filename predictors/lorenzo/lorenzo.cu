@@ -578,6 +578,14 @@ void with_shape(DType type, int rank, F f) {
   else by_rank(double{});
 }
 
+// Launches a kernel that walks the tiles of `g` (for_each_block_tile or a grid stride): one
+// resident wave of blocks, each tile's work in one block.
+template <typename Kernel, typename... Args>
+void launch_on_tiles(Kernel kernel, const Grid& g, cudaStream_t stream, Args... args) {
+  kernel<<<resident_grid(kernel, block_threads, g.end_tile - g.first_tile, 1), block_threads, 0, stream>>>(args...);
+  FZG_CUDA_CHECK_LAUNCH();
+}
+
 // The launch's tiles: tile rows [first_row, end_row), codes in a window from `codes_first`.
 Grid rows_grid(const TileGrid& grid, uint64_t first_row, uint64_t end_row, uint64_t codes_first) {
   Grid g = device_grid(grid);
@@ -617,10 +625,8 @@ void DeviceEncoder::encode_rows(uint64_t first_row, uint64_t end_row, uint16_t* 
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
-    auto kernel = encode_kernel<T, S::x, S::y, S::z>;
-    kernel<<<resident_grid(kernel, block_threads, g.end_tile - g.first_tile, 1), block_threads, 0, stream_>>>(
-        static_cast<const T*>(field_), g, constants_of<T>(quant_), window, tile_counts, totals);
-    FZG_CUDA_CHECK_LAUNCH();
+    launch_on_tiles(encode_kernel<T, S::x, S::y, S::z>, g, stream_, static_cast<const T*>(field_), g,
+                    constants_of<T>(quant_), window, tile_counts, totals);
   });
   trace::mark("lorenzo: encode queued");
 }
@@ -643,11 +649,9 @@ Buffer DeviceEncoder::outliers(OutlierCounts total) {
     out.exact_keys = out.escape_keys + total.escapes;
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
-    auto kernel = place_outliers_kernel<T, S::x, S::y, S::z>;
-    kernel<<<resident_grid(kernel, block_threads, tiles, 1), block_threads, 0, stream_>>>(
-        static_cast<const T*>(field_), device_grid(grid_), constants_of<T>(quant_), tile_counts,
-        offsets.as<CountPair>(), out);
-    FZG_CUDA_CHECK_LAUNCH();
+    const Grid g = device_grid(grid_);
+    launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z>, g, stream_, static_cast<const T*>(field_), g,
+                    constants_of<T>(quant_), tile_counts, offsets.as<CountPair>(), out);
   });
   return stream_buffer;
 }
@@ -701,10 +705,7 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
-    auto kernel = decode_kernel<T, S::x, S::y, S::z>;
-    kernel<<<resident_grid(kernel, block_threads, g.end_tile - g.first_tile, 1), block_threads, 0, stream_>>>(
-        window, o, g, quant_.step, static_cast<T*>(field));
-    FZG_CUDA_CHECK_LAUNCH();
+    launch_on_tiles(decode_kernel<T, S::x, S::y, S::z>, g, stream_, window, o, g, quant_.step, static_cast<T*>(field));
   });
 }
 
