@@ -18,10 +18,6 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
                  cudaStream_t stream);
 
-// The single pass, a window of the input at a time (for chains that never hold their whole
-// input). The input is cut into chunks of 128 tiles; a launch encodes a run of chunks and
-// places them after those of every earlier launch, so the launches must cover the chunks in
-// order. The blocks go to a scratch of half the input: finish() says when they did not fit.
 // Bytes [from, from + bytes) of a window to copy to `to` on the way: an even count below
 // max_bytes, `from` and `to` 16-byte aligned.
 struct Carry {
@@ -30,6 +26,10 @@ struct Carry {
   uint8_t* to = nullptr;
 };
 
+// The single pass, a window of the input at a time (for chains that never hold their whole
+// input). The input is cut into chunks of 128 tiles; a launch encodes a run of chunks and
+// places them after those of every earlier launch, so the launches must cover the chunks in
+// order. The blocks go to a scratch of half the input: finish() says when they did not fit.
 class DeviceEncoder {
  public:
   static constexpr uint64_t chunk_bytes = Carry::max_bytes;
