@@ -129,8 +129,7 @@ std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& f
   const uint64_t window_bytes = 2 * (std::min(values, slab_rows * rows.values_per_row) + chunk_values);
   Buffer windows[2] = {Buffer::device(window_bytes, ctx.stream),
                        second_window(slab_rows, rows, window_bytes, ctx.stream)};
-  SideStream side(ctx.stream);
-  side.wait(side.get(), side.record(ctx.stream));  // the encoders' state is zeroed on the main stream
+  SideStream side(ctx.stream);  // each pack first waits for the main stream (state zeroed there too)
   cudaEvent_t window_read[2] = {nullptr, nullptr};  // the last pack that read each window
   int current = 0;
   uint64_t window_first = 0, next_chunk = 0;  // the window holds codes from window_first on
