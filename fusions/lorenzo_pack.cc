@@ -118,12 +118,17 @@ class SideStream {
 // unfinished chunk to the front of the other window, which the next slab's Lorenzo fills from
 // past that point at the same time. A window is rewritten only once the pack that read it is
 // done; packs run in order (the look-back needs every earlier chunk placed).
-std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& field) const {
+// The chain's outputs; none when the blocks outgrew `capacity` (`blocks` says how many there are).
+struct Coded {
+  std::vector<Buffer> outputs;
+  uint64_t blocks = 0;
+};
+
+Coded encode_slabs(const StageContext& ctx, const Buffer& field, uint64_t capacity) {
   const uint64_t values = ctx.dims.count();
-  if (values == 0) return {};
   constexpr uint64_t chunk_values = shuffle_pack::DeviceEncoder::chunk_bytes / 2;
   lorenzo::DeviceEncoder predict(field.data(), ctx.dtype, ctx.dims, ctx.quant, ctx.stream);
-  shuffle_pack::DeviceEncoder pack(2 * values, ctx.stream);
+  shuffle_pack::DeviceEncoder pack(2 * values, ctx.stream, capacity);
   const lorenzo::TileRows rows = lorenzo::tile_rows(ctx.dims);
   const uint64_t slab_rows = rows_per_slab(ctx, rows);
   const uint64_t window_bytes = 2 * (std::min(values, slab_rows * rows.values_per_row) + chunk_values);
@@ -165,10 +170,24 @@ std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& f
   copy_bytes(totals, Location::host, device_totals.data(), Location::device, sizeof totals, ctx.stream);
   trace::mark("lorenzo-pack: totals read");
   Buffer stream = pack.finish(totals + 2);
-  // The scratch holds half the codes. A stream outgrowing it is rare and near the size at
-  // which zero-block stores its input raw: the stages run in turn decide that.
-  if (stream.size() == 0) return {};
-  return {predict.outliers({totals[0], totals[1]}), stream};
+  if (stream.size() == 0) return {{}, shuffle_pack::DeviceEncoder::blocks(totals + 2)};
+  return {{predict.outliers({totals[0], totals[1]}), stream}, 0};
+}
+
+// The blocks scratch is sized for a stream of an eighth of an f32 field (ratio 8 and up): a
+// stream that outgrows it is coded again into a scratch of its exact size, now known. One
+// that outgrows half the codes is rare and near the size at which zero-block stores its
+// input raw: the chain declines and the stages run in turn decide that.
+std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& field) const {
+  const uint64_t values = ctx.dims.count();
+  if (values == 0) return {};
+  const uint64_t most = shuffle_pack::DeviceEncoder::max_capacity(2 * values);
+  Coded coded = encode_slabs(ctx, field, most / 2);
+  if (coded.outputs.empty() && coded.blocks <= most) {
+    trace::mark("lorenzo-pack: blocks outgrew the scratch, coding again");
+    coded = encode_slabs(ctx, field, coded.blocks);
+  }
+  return coded.outputs;
 }
 
 Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& outputs) const {

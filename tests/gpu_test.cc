@@ -303,8 +303,35 @@ TEST(Gpu, IncompressibleCodesLeaveTheChainToTheStages) {
   EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0);
 }
 
-// The chain never holds a whole field's codes (half an f32 field): compressing a device field
-// takes less than half the field again, decompressing little more than the output.
+// The chain's blocks scratch is sized for ratio 8 and up: a stream past that (noise under a
+// loose bound: about a third of the codes' words kept) is coded again into a scratch of its
+// exact size, still by the chain, and the file is still the CPU's.
+TEST(Gpu, StreamsOutgrowingTheGuessAreCodedAgainByTheChain) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({96, 64, 40});
+  const Buffer host = testing::host_buffer(testing::make_values<float>(testing::Hazard::noise, d.count()));
+  const FieldRef field{host.data(), Location::host, DType::f32, d};
+  CompressOptions on_cpu;
+  on_cpu.bound = {ErrorMode::rel, 1e-1};
+  std::vector<StageTime> times;
+  CompressOptions on_gpu = on_cpu;
+  on_gpu.device = Device::cuda;
+  on_gpu.stage_times = &times;
+  const Buffer cpu_file = compress(Graph::default_fz(), field, on_cpu);
+  const Buffer gpu_file = compress(Graph::default_fz(), field, on_gpu);
+  EXPECT_TRUE(ran(times, "predict+shuffle+pack encode"));
+  // More blocks than the first scratch held: the stream, less its most flag words and group
+  // bits (a word per 32 codes, and per 1024), is past a quarter of the codes.
+  const uint64_t codes_bytes = 2 * d.count();
+  const Container c = inspect(cpu_file);
+  ASSERT_GT(c.streams[0].size, codes_bytes / 4 + codes_bytes / 32 + codes_bytes / 1024 + 8);
+  ASSERT_EQ(gpu_file.size(), cpu_file.size());
+  EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
+}
+
+// The chain never holds a whole field's codes (half an f32 field) nor room for the blocks of
+// anything but a well-compressed stream: compressing a device field takes the file and less
+// than a fifth of the field again, decompressing little more than the output.
 TEST(Gpu, ChainMemoryStaysNearInputPlusOutput) {
   FZG_REQUIRE_GPU();
   const Dims d = Dims::make({256, 256, 160});
@@ -320,7 +347,7 @@ TEST(Gpu, ChainMemoryStaysNearInputPlusOutput) {
   const Buffer file = compress(Graph::default_fz(), {field.data(), Location::device, DType::f32, d}, options);
   synchronize(nullptr);
   const size_t compress_peak = device_memory_stats().peak_bytes - before;
-  EXPECT_LT(compress_peak, field_bytes / 2) << "file " << file.size();
+  EXPECT_LT(compress_peak, file.size() + field_bytes / 5) << "file " << file.size();
   std::cout << "compress peak " << compress_peak << " of a " << field_bytes << "-byte field\n";
   DecompressOptions back;
   back.device = Device::cuda;

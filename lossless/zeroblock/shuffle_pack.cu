@@ -11,6 +11,8 @@
 // scratch and the input is read once. The blocks scratch holds half the input: data that
 // compress less than that take the two-pass path (flags, CUB scan, place), which needs no
 // scratch. Decode reads the stream and writes each word once.
+#include <algorithm>
+
 #include "bitshuffle/bitshuffle.cuh"
 #include "lossless/zeroblock/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
@@ -314,11 +316,15 @@ Buffer encode_two_pass(const uint8_t* input, uint64_t input_bytes, const zeroblo
 // stream's head | blocks]. The blocks land at a fixed place, after room for the most flag
 // words there can be; once their count is known the flag words and group bits are copied in
 // just before them (a few MB), and the stream is that slice of the scratch.
-DeviceEncoder::DeviceEncoder(uint64_t input_bytes, cudaStream_t stream)
+uint64_t DeviceEncoder::max_capacity(uint64_t input_bytes) {
+  return zeroblock::Layout(bitshuffle::shuffled_size(input_bytes), 1).words / 2;
+}
+
+DeviceEncoder::DeviceEncoder(uint64_t input_bytes, cudaStream_t stream, uint64_t capacity)
     : input_bytes_(input_bytes), layout_(bitshuffle::shuffled_size(input_bytes), 1), stream_(stream) {
   const uint64_t tiles = layout_.groups;
   chunks_ = (tiles + chunk_tiles - 1) / chunk_tiles;
-  capacity_ = layout_.words / 2;
+  capacity_ = std::min(capacity, layout_.words / 2);
   const uint64_t state_words = 8 * chunks_ + chunks_;
   bits_at_ = state_words;
   flags_at_ = bits_at_ + chunks_ * chunk_tiles / 32;
@@ -353,15 +359,15 @@ void DeviceEncoder::encode_chunks(uint64_t first, uint64_t end, const uint8_t* w
 }
 
 Buffer DeviceEncoder::finish(const unsigned long long totals[2]) {
-  const uint64_t flag_words = totals[0] - 1, blocks = totals[1] - 1;
-  if (blocks > capacity_) return Buffer();
+  const uint64_t flag_words = totals[0] - 1;
+  if (blocks(totals) > capacity_) return Buffer();
   uint32_t* words = scratch_.as<uint32_t>();
   const uint64_t head = blocks_at_ - flag_words - layout_.group_flag_words;
   copy_bytes_async(words + head, Location::device, words + bits_at_, Location::device, 4 * layout_.group_flag_words,
                    stream_);
   copy_bytes_async(words + head + layout_.group_flag_words, Location::device, words + flags_at_, Location::device,
                    4 * flag_words, stream_);
-  return scratch_.slice(4 * head, 4 * (layout_.group_flag_words + flag_words + blocks));
+  return scratch_.slice(4 * head, 4 * (layout_.group_flag_words + flag_words + blocks(totals)));
 }
 
 DeviceDecoder::DeviceDecoder(const uint32_t* input, uint64_t input_bytes, uint64_t output_bytes, cudaStream_t stream)

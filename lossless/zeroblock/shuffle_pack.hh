@@ -29,12 +29,15 @@ struct Carry {
 // The single pass, a window of the input at a time (for chains that never hold their whole
 // input). The input is cut into chunks of 128 tiles; a launch encodes a run of chunks and
 // places them after those of every earlier launch, so the launches must cover the chunks in
-// order. The blocks go to a scratch of half the input: finish() says when they did not fit.
+// order. The blocks go to a scratch of `capacity` words (at most, and by default, half the
+// input): finish() says when they did not fit, and blocks() how many there were.
 class DeviceEncoder {
  public:
   static constexpr uint64_t chunk_bytes = Carry::max_bytes;
+  // The most blocks (words) the single pass takes: half the input's.
+  static uint64_t max_capacity(uint64_t input_bytes);
 
-  DeviceEncoder(uint64_t input_bytes, cudaStream_t stream);
+  DeviceEncoder(uint64_t input_bytes, cudaStream_t stream, uint64_t capacity = ~uint64_t(0));
   uint64_t chunks() const { return chunks_; }
   // Chunks [first, end); `window` holds the input from byte first * chunk_bytes on. On
   // `stream` when given, else the encoder's.
@@ -44,6 +47,8 @@ class DeviceEncoder {
   const unsigned long long* totals() const;
   // The stream from the totals read back; an empty buffer when the blocks outgrew the scratch.
   Buffer finish(const unsigned long long totals[2]);
+  // The stream's blocks (words), from the totals read back: a capacity they fit in.
+  static uint64_t blocks(const unsigned long long totals[2]) { return totals[1] - 1; }
 
  private:
   uint64_t input_bytes_;
