@@ -1,6 +1,7 @@
 #include "fusions/lorenzo_pack.hh"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "bitshuffle/bitshuffle.hh"
@@ -54,7 +55,7 @@ class LorenzoPack final : public ChainFusion {
   }
 
   std::vector<Buffer> encode(const StageContext& ctx, const Buffer& field) const override;
-  Buffer decode(const StageContext& ctx, const std::vector<Buffer>& outputs) const override;
+  Buffer decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Location where) const override;
 };
 
 #ifdef FZG_HAVE_CUDA
@@ -190,21 +191,30 @@ std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& f
   return coded.outputs;
 }
 
-Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& outputs) const {
-  const uint64_t values = ctx.dims.count();
+// Slab k's codes are expanded on the side stream into codes window k % 2 while the main
+// stream reconstructs slab k - 1 from the other; a window is refilled once the slab that read
+// it is reconstructed. For a field going to the host, slab k is reconstructed into output
+// window k % 2 and copied to the host (through the page-locked staging, the host waiting)
+// while the GPU reconstructs slab k + 1: the device holds two slabs of the field, never all.
+Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Location where) const {
+  const uint64_t values = ctx.dims.count(), value_bytes = dtype_size(ctx.dtype);
   constexpr uint64_t tile_values = bitshuffle::tile_bytes / 2;
   const Buffer& outliers = outputs.at(0);
   const Buffer& stream = outputs.at(1);
   shuffle_pack::DeviceDecoder expand(stream.as<uint32_t>(), stream.size(), 2 * values, ctx.stream);
-  Buffer field = Buffer::device(values * dtype_size(ctx.dtype), ctx.stream);
+  const bool to_host = where == Location::host;
+  Buffer field = to_host ? Buffer::host(values * value_bytes) : Buffer::device(values * value_bytes, ctx.stream);
   const lorenzo::TileRows rows = lorenzo::tile_rows(ctx.dims);
   const uint64_t slab_rows = rows_per_slab(ctx, rows);
-  // A slab's codes, from the shuffle tile its first value lies in. Slab k's codes are expanded
-  // on the side stream into window k % 2 while the main stream reconstructs slab k - 1 from
-  // the other; a window is refilled once the slab that read it is reconstructed.
-  const uint64_t window_bytes = 2 * (std::min(values, slab_rows * rows.values_per_row) + 2 * tile_values);
+  const uint64_t slab_values = std::min(values, slab_rows * rows.values_per_row);
+  // A slab's codes, from the shuffle tile its first value lies in.
+  const uint64_t window_bytes = 2 * (slab_values + 2 * tile_values);
   Buffer windows[2] = {Buffer::device(window_bytes, ctx.stream),
                        second_window(slab_rows, rows, window_bytes, ctx.stream)};
+  Buffer slabs_out[2];
+  if (to_host)
+    slabs_out[0] = Buffer::device(slab_values * value_bytes, ctx.stream),
+    slabs_out[1] = second_window(slab_rows, rows, slab_values * value_bytes, ctx.stream);
   SideStream side(ctx.stream);
   side.wait(side.get(), side.record(ctx.stream));  // the plan is made on the main stream
   cudaEvent_t window_read[2] = {nullptr, nullptr}, expanded[2] = {nullptr, nullptr};
@@ -219,13 +229,24 @@ Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& o
   expand_slab(0);
   // Reading the outlier counts waits for the host: the first slab expands meanwhile.
   lorenzo::DeviceDecoder restore(outliers.data(), outliers.size(), ctx.dtype, ctx.dims, ctx.quant, ctx.stream);
+  // On the side stream, once slab k is reconstructed; its output window is free again on return.
+  std::unique_ptr<StagedDownload> download;
+  if (to_host) download = std::make_unique<StagedDownload>(side.get());
+  auto download_slab = [&](uint64_t k) {
+    side.wait(side.get(), window_read[k % 2]);
+    download->add(field.data() + first_value(k) * value_bytes, slabs_out[k % 2].data(),
+                  (first_value(k + 1) - first_value(k)) * value_bytes);
+  };
   for (uint64_t k = 0; k < slabs; ++k) {
     if (k + 1 < slabs) expand_slab(k + 1);
     side.wait(ctx.stream, expanded[k % 2]);
     restore.decode_rows(k * slab_rows, std::min(rows.count, (k + 1) * slab_rows), windows[k % 2].as<uint16_t>(),
-                        first_value(k) / tile_values * tile_values, field.data());
+                        first_value(k) / tile_values * tile_values, to_host ? slabs_out[k % 2].data() : field.data(),
+                        to_host ? first_value(k) : 0);
     window_read[k % 2] = side.record(ctx.stream);
+    if (to_host && k > 0) download_slab(k - 1);
   }
+  if (to_host) download_slab(slabs - 1), download->finish();
   trace::mark("lorenzo-pack: slabs decoded");
   return field;
 }
@@ -235,7 +256,7 @@ Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& o
 std::vector<Buffer> LorenzoPack::encode(const StageContext&, const Buffer&) const {
   fail(ErrorCode::unsupported, "the fused lorenzo chain needs CUDA");
 }
-Buffer LorenzoPack::decode(const StageContext&, const std::vector<Buffer>&) const {
+Buffer LorenzoPack::decode(const StageContext&, const std::vector<Buffer>&, Location) const {
   fail(ErrorCode::unsupported, "the fused lorenzo chain needs CUDA");
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 
@@ -45,31 +46,50 @@ void parallel_memcpy(void* dst, const void* src, size_t size_bytes) {
 // buffers in chunks: the CPU fills (or drains) one while the DMA engine moves the other.
 constexpr size_t staging_chunk = size_t(16) << 20;
 
+// The staging buffers serve one copy at a time.
+std::mutex staging_in_use;
+
+using PieceHook = std::function<void(size_t, size_t)>;
+
+// Pageable host memory to the device, a staging chunk at a time: the CPU fills one bounce
+// buffer while the DMA engine moves the other. after_piece(offset, bytes) follows each
+// chunk's copy on the stream. Synchronous: the host memory may go on return.
+void staged_upload(uint8_t* to, const uint8_t* from, size_t size_bytes, cudaStream_t stream,
+                   const PieceHook& after_piece) {
+  std::lock_guard<std::mutex> lock(staging_in_use);
+  uint8_t* bounce[2];
+  void* moved[2];
+  staging_buffers(staging_chunk, bounce, moved);
+  const size_t chunks = (size_bytes + staging_chunk - 1) / staging_chunk;
+  for (size_t i = 0; i < chunks; ++i) {
+    const size_t at = i * staging_chunk, length = std::min(staging_chunk, size_bytes - at);
+    event_wait(moved[i % 2]);  // the DMA that last read this buffer is done
+    parallel_memcpy(bounce[i % 2], from + at, length);
+    copy_async(to + at, bounce[i % 2], length, stream);
+    event_record(moved[i % 2], stream);
+    if (after_piece) after_piece(at, length);
+  }
+  device_synchronize(stream);
+}
+
 bool staged_copy(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                  cudaStream_t stream) {
   const bool upload = src_where == Location::host && dst_where == Location::device;
   const bool download = src_where == Location::device && dst_where == Location::host;
   if (!(upload || download) || size_bytes < 2 * staging_chunk) return false;
   if (host_memory_is_pinned(upload ? src : dst)) return false;
-  static std::mutex one_at_a_time;
-  std::lock_guard<std::mutex> lock(one_at_a_time);
+  auto* to = static_cast<uint8_t*>(dst);
+  const auto* from = static_cast<const uint8_t*>(src);
+  if (upload) {
+    staged_upload(to, from, size_bytes, stream, nullptr);
+    return true;
+  }
+  std::lock_guard<std::mutex> lock(staging_in_use);
   uint8_t* bounce[2];
   void* moved[2];
   staging_buffers(staging_chunk, bounce, moved);
   const size_t chunks = (size_bytes + staging_chunk - 1) / staging_chunk;
   auto length = [&](size_t i) { return std::min(staging_chunk, size_bytes - i * staging_chunk); };
-  auto* to = static_cast<uint8_t*>(dst);
-  const auto* from = static_cast<const uint8_t*>(src);
-  if (upload) {
-    for (size_t i = 0; i < chunks; ++i) {
-      event_wait(moved[i % 2]);  // the DMA that last read this buffer is done
-      parallel_memcpy(bounce[i % 2], from + i * staging_chunk, length(i));
-      copy_async(to + i * staging_chunk, bounce[i % 2], length(i), stream);
-      event_record(moved[i % 2], stream);
-    }
-    device_synchronize(stream);
-    return true;
-  }
   copy_async(bounce[0], from, length(0), stream);
   event_record(moved[0], stream);
   for (size_t i = 0; i < chunks; ++i) {
@@ -187,6 +207,88 @@ void copy_bytes_async(void* dst, Location dst_where, const void* src, Location s
                       cudaStream_t stream) {
   copy_between(dst, dst_where, src, src_where, size_bytes, stream, false);
 }
+
+void upload_in_pieces(void* device_dst, const void* host_src, size_t size_bytes, cudaStream_t stream,
+                      const std::function<void(size_t, size_t)>& after_piece) {
+#ifdef FZG_HAVE_CUDA
+  auto* to = static_cast<uint8_t*>(device_dst);
+  const auto* from = static_cast<const uint8_t*>(host_src);
+  if (size_bytes >= 2 * staging_chunk && !host_memory_is_pinned(host_src))
+    return staged_upload(to, from, size_bytes, stream, after_piece);
+  for (size_t at = 0; at < size_bytes; at += staging_chunk) {
+    const size_t length = std::min(staging_chunk, size_bytes - at);
+    copy_async(to + at, from + at, length, stream);
+    after_piece(at, length);
+  }
+#else
+  (void)device_dst, (void)host_src, (void)size_bytes, (void)stream, (void)after_piece;
+  fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
+#endif
+}
+
+#ifdef FZG_HAVE_CUDA
+struct StagedDownload::State {
+  cudaStream_t stream;
+  std::unique_lock<std::mutex> lock{staging_in_use};
+  uint8_t* bounce[2];
+  void* moved[2];
+  int next = 0;             // the bounce buffer the next chunk goes to
+  uint8_t* waiting = nullptr;  // the chunk in flight, in the other one: its destination and size
+  size_t waiting_bytes = 0;
+
+  explicit State(cudaStream_t s) : stream(s) { staging_buffers(staging_chunk, bounce, moved); }
+  void drain() {
+    if (!waiting) return;
+    event_wait(moved[1 - next]);
+    parallel_memcpy(waiting, bounce[1 - next], waiting_bytes);
+    waiting = nullptr;
+  }
+};
+
+StagedDownload::StagedDownload(cudaStream_t stream) : state_(std::make_unique<State>(stream)) {}
+
+StagedDownload::~StagedDownload() {
+  if (!state_->waiting) return;
+  try {
+    event_wait(state_->moved[1 - state_->next]);
+  } catch (...) {  // a failing device has nothing in flight left to wait for
+  }
+}
+
+void StagedDownload::add(void* host_dst, const void* device_src, size_t size_bytes) {
+  State& s = *state_;
+  if (host_memory_is_pinned(host_dst)) {
+    copy_async(host_dst, device_src, size_bytes, s.stream);
+    device_synchronize(s.stream);
+    return;
+  }
+  for (size_t at = 0; at < size_bytes; at += staging_chunk) {
+    const size_t bytes = std::min(staging_chunk, size_bytes - at);
+    copy_async(s.bounce[s.next], static_cast<const uint8_t*>(device_src) + at, bytes, s.stream);
+    event_record(s.moved[s.next], s.stream);
+    s.next = 1 - s.next;
+    // The chunk before this one: it was in the buffer just refilled's partner.
+    if (s.waiting) {
+      event_wait(s.moved[s.next]);
+      parallel_memcpy(s.waiting, s.bounce[s.next], s.waiting_bytes);
+    }
+    s.waiting = static_cast<uint8_t*>(host_dst) + at;
+    s.waiting_bytes = bytes;
+  }
+  // The range's last chunk has left the device once its event fires.
+  if (s.waiting) event_wait(s.moved[1 - s.next]);
+}
+
+void StagedDownload::finish() { state_->drain(); }
+#else
+struct StagedDownload::State {};
+StagedDownload::StagedDownload(cudaStream_t) {}
+StagedDownload::~StagedDownload() = default;
+void StagedDownload::add(void*, const void*, size_t) {
+  fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
+}
+void StagedDownload::finish() {}
+#endif
 
 void synchronize(cudaStream_t stream) {
 #ifdef FZG_HAVE_CUDA

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 struct CUstream_st;
@@ -51,6 +52,34 @@ void copy_bytes(void* dst, Location dst_where, const void* src, Location src_whe
 void copy_bytes_async(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                       cudaStream_t stream);
 void synchronize(cudaStream_t stream);
+
+// Copies host memory to the device in consecutive pieces, calling after_piece(offset, bytes)
+// once each piece's copy is queued on `stream`: work ordered after that copy can run beside
+// the copies of the next pieces. Large pageable ranges go through the page-locked staging and
+// the call returns once the host memory is read; other ranges are queued (pageable memory of
+// under 32 MB is read before each piece's copy returns, as cudaMemcpyAsync does).
+void upload_in_pieces(void* device_dst, const void* host_src, size_t size_bytes, cudaStream_t stream,
+                      const std::function<void(size_t offset, size_t bytes)>& after_piece);
+
+// Copies from the device to pageable host memory, range after range, through the page-locked
+// staging buffers that large copies use: one chunk stays in flight across ranges, so that
+// the DMA engine never waits for the host between them. A range is copied after the work
+// queued on the stream before add(); add() returns once the range's device bytes are read
+// (the source may be rewritten), possibly before its last chunk reaches the host.
+class StagedDownload {
+ public:
+  explicit StagedDownload(cudaStream_t stream);
+  ~StagedDownload();  // waits for the copy in flight (an exception may be unwinding)
+  StagedDownload(const StagedDownload&) = delete;
+  StagedDownload& operator=(const StagedDownload&) = delete;
+  void add(void* host_dst, const void* device_src, size_t size_bytes);
+  // Every byte added is on the host.
+  void finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 Buffer to_host(const Buffer& source, cudaStream_t stream);
 Buffer to_device(const Buffer& source, cudaStream_t stream);
 

@@ -78,6 +78,27 @@ Buffer assemble_on_device(Container& c, const std::vector<Buffer>& streams, Loca
 #endif
 }
 
+// A host field onto the device in pieces; a float field's value range is reduced a piece at a
+// time beside the copies of the next pieces (no pass of its own after the upload).
+Buffer upload_with_range(const FieldRef& field, cudaStream_t stream, double* min, double* max) {
+#ifdef FZG_HAVE_CUDA
+  Buffer input = Buffer::device(field.size_bytes(), stream);
+  if (!is_float(field.dtype)) {
+    upload_in_pieces(input.data(), field.data, field.size_bytes(), stream, [](size_t, size_t) {});
+    return input;
+  }
+  ArrivingRange range(field.dtype, stream);
+  const uint64_t value_bytes = dtype_size(field.dtype);
+  upload_in_pieces(input.data(), field.data, field.size_bytes(), stream,
+                   [&](size_t at, size_t bytes) { range.add(input.data() + at, bytes / value_bytes); });
+  range.result(min, max);
+  return input;
+#else
+  (void)field, (void)stream, (void)min, (void)max;
+  fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
+#endif
+}
+
 // "predict+shuffle+pack": the ids of a chain's nodes.
 std::string chain_name(const Graph& graph, size_t first, size_t length) {
   std::string name;
@@ -109,20 +130,25 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
   ctx.slab_values = options.slab_values;
   RegionTimer timer(ctx.device, ctx.stream);
 
-  timer.start();
-  Buffer input = move_to(Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where),
-                         location_of(ctx.device), ctx.stream);
-  if (field.where != input.location()) time_step(options.stage_times, "upload", timer);
-
   double min = 0, max = 0;
-  if (is_float(field.dtype)) {
-    timer.start();
+  Buffer input;
+  timer.start();
+  if (field.where == Location::host && ctx.device == Device::cuda) {
+    input = upload_with_range(field, ctx.stream, &min, &max);
+    time_step(options.stage_times, "upload", timer);
+  } else {
+    input = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where);
+    input = move_to(input, location_of(ctx.device), ctx.stream);
+    if (field.where != input.location()) time_step(options.stage_times, "upload", timer);
+    if (is_float(field.dtype)) {
+      timer.start();
 #ifdef FZG_HAVE_CUDA
-    if (input.on_device()) finite_range_device(input.data(), field.dtype, field.dims.count(), &min, &max, ctx.stream);
-    else
+      if (input.on_device()) finite_range_device(input.data(), field.dtype, field.dims.count(), &min, &max, ctx.stream);
+      else
 #endif
-      finite_range(input.data(), field.dtype, field.dims.count(), &min, &max);
-    time_step(options.stage_times, "value range", timer);
+        finite_range(input.data(), field.dtype, field.dims.count(), &min, &max);
+      time_step(options.stage_times, "value range", timer);
+    }
   }
   trace::mark("value range");
   ctx.quant = resolve_quantization(lossless ? ErrorBound{ErrorMode::lossless, 0} : options.bound, field.dtype, min, max);
@@ -330,7 +356,7 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
           ports.erase(it);
         }
         timer.start();
-        ports[key_of(graph.nodes()[first].inputs[0])] = chain->decode(ctx, outputs);
+        ports[key_of(graph.nodes()[first].inputs[0])] = chain->decode(ctx, outputs, options.output);
         time_step(options.stage_times, chain_name(graph, first, chain->length()) + " decode", timer);
         trace::mark("chain decoded");
         i = first;

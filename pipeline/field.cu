@@ -4,6 +4,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <limits>
+#include <memory>
 
 #include "pipeline/buffer.hh"
 #include "pipeline/cuda_check.cuh"
@@ -33,24 +34,111 @@ struct Widen {
 };
 
 template <typename T>
-void reduce_range(const T* data, uint64_t count, double* min, double* max, cudaStream_t stream) {
+Range<T> empty_range() {
+  return {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
+}
+
+// Queues the range of data[0, count) into *out; `temp` grows to what CUB asks for.
+template <typename T>
+void reduce_into(const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream) {
   auto ranges = thrust::make_transform_iterator(data, ToRange<T>{});
-  const Range<T> identity{std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
-  Buffer result = Buffer::device(sizeof(Range<T>), stream);
   size_t temp_bytes = 0;
-  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, temp_bytes, ranges, result.as<Range<T>>(), count, Widen<T>{},
-                                           identity, stream));
-  Buffer temp = Buffer::device(temp_bytes, stream);
-  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), temp_bytes, ranges, result.as<Range<T>>(), count, Widen<T>{},
-                                           identity, stream));
+  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, temp_bytes, ranges, out, count, Widen<T>{}, empty_range<T>(), stream));
+  if (temp.size() < temp_bytes) temp = Buffer::device(temp_bytes, stream);
+  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), temp_bytes, ranges, out, count, Widen<T>{}, empty_range<T>(), stream));
+}
+
+// The range as the CPU reports it: [0, 0] when nothing is finite, never -0.
+template <typename T>
+void report(const Range<T>& r, double* min, double* max) {
+  double lo = double(r.lo), hi = double(r.hi);
+  if (lo > hi) lo = hi = 0;
+  *min = lo + 0.0, *max = hi + 0.0;
+}
+
+template <typename T>
+void reduce_range(const T* data, uint64_t count, double* min, double* max, cudaStream_t stream) {
+  Buffer result = Buffer::device(sizeof(Range<T>), stream), temp;
+  reduce_into(data, count, result.as<Range<T>>(), temp, stream);
   Range<T> r;
   FZG_CUDA_CHECK(cudaMemcpyAsync(&r, result.data(), sizeof r, cudaMemcpyDeviceToHost, stream));
   FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  double lo = double(r.lo), hi = double(r.hi);
-  if (lo > hi) lo = hi = 0;
-  *min = lo + 0.0, *max = hi + 0.0;  // -0 becomes +0, as on the CPU
+  report(r, min, max);
+}
+
+template <typename T>
+__global__ void widen_kernel(Range<T>* total, const Range<T>* piece) {
+  *total = Widen<T>{}(*total, *piece);
+}
+
+// The calling thread's stream for reductions beside an upload (made at its first use).
+cudaStream_t reduction_stream() {
+  struct Owned {
+    cudaStream_t stream = nullptr;
+    Owned() { FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); }
+  };
+  static thread_local Owned owned;
+  return owned.stream;
 }
 }  // namespace
+
+// Both element types' state: the running total and the piece just reduced, side by side.
+struct ArrivingRange::State {
+  DType type;
+  cudaStream_t arrivals, reductions = reduction_stream();
+  cudaEvent_t arrived = nullptr;
+  Buffer ranges = Buffer::device(2 * sizeof(Range<double>), reductions), temp;
+  State(DType t, cudaStream_t s) : type(t), arrivals(s) {
+    FZG_CUDA_CHECK(cudaEventCreateWithFlags(&arrived, cudaEventDisableTiming));
+  }
+  ~State() {
+    cudaStreamSynchronize(reductions);  // nothing of ours may still run when the buffers go
+    cudaEventDestroy(arrived);
+  }
+  template <typename F>
+  void typed(F f) {
+    if (type == DType::f32) f(float{});
+    else if (type == DType::f64) f(double{});
+    else fail(ErrorCode::invalid_argument, "value range: f32 or f64 only");
+  }
+};
+
+ArrivingRange::ArrivingRange(DType type, cudaStream_t stream) : state_(std::make_unique<State>(type, stream)) {
+  state_->typed([&](auto zero) {
+    using T = decltype(zero);
+    const Range<T> empty = empty_range<T>();
+    FZG_CUDA_CHECK(cudaMemcpyAsync(state_->ranges.data(), &empty, sizeof empty, cudaMemcpyHostToDevice,
+                                   state_->reductions));
+    FZG_CUDA_CHECK(cudaStreamSynchronize(state_->reductions));  // `empty` lives on this stack
+  });
+}
+
+ArrivingRange::~ArrivingRange() = default;
+
+void ArrivingRange::add(const void* data, uint64_t count) {
+  State& s = *state_;
+  if (count == 0) return;
+  FZG_CUDA_CHECK(cudaEventRecord(s.arrived, s.arrivals));
+  FZG_CUDA_CHECK(cudaStreamWaitEvent(s.reductions, s.arrived, 0));
+  s.typed([&](auto zero) {
+    using T = decltype(zero);
+    auto* total = s.ranges.as<Range<T>>();
+    reduce_into(static_cast<const T*>(data), count, total + 1, s.temp, s.reductions);
+    widen_kernel<<<1, 1, 0, s.reductions>>>(total, total + 1);
+    FZG_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void ArrivingRange::result(double* min, double* max) {
+  State& s = *state_;
+  s.typed([&](auto zero) {
+    using T = decltype(zero);
+    Range<T> r;
+    FZG_CUDA_CHECK(cudaMemcpyAsync(&r, s.ranges.data(), sizeof r, cudaMemcpyDeviceToHost, s.reductions));
+    FZG_CUDA_CHECK(cudaStreamSynchronize(s.reductions));
+    report(r, min, max);
+  });
+}
 
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream) {
   if (type == DType::f32) return reduce_range(static_cast<const float*>(data), count, min, max, stream);

@@ -58,6 +58,23 @@ void finite_range(const void* data, DType type, uint64_t count, double* min, dou
 #ifdef FZG_HAVE_CUDA
 // The same on device data, stream-ordered on `stream` (waits for the result).
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream);
+
+// The same on device data that arrives in pieces on `stream` (an upload): add() reduces a
+// piece on a stream of its own once the work queued on `stream` so far is done, so the
+// reductions run beside the copies of the later pieces; result() waits for them all.
+class ArrivingRange {
+ public:
+  ArrivingRange(DType type, cudaStream_t stream);
+  ~ArrivingRange();
+  ArrivingRange(const ArrivingRange&) = delete;
+  ArrivingRange& operator=(const ArrivingRange&) = delete;
+  void add(const void* data, uint64_t count);
+  void result(double* min, double* max);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 #endif
 
 }  // namespace fzg

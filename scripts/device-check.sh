@@ -55,12 +55,13 @@ for path in sorted(glob.glob(os.path.join(out, "bench_*.json"))):
         print(f"{os.path.basename(path)}: unreadable ({e})"); continue
     for r in data:
         rows.append((os.path.basename(path)[6:-5], r))
-print(f"{'field':28} {'values':>11} {'ratio':>8} {'comp GB/s':>10} {'decomp GB/s':>11} {'% copy c/d':>11} {'e2e c/d GB/s':>14} {'peak MB c/d':>13}")
+print(f"{'field':28} {'values':>11} {'ratio':>8} {'comp GB/s':>10} {'decomp GB/s':>11} {'% copy c/d':>11} {'e2e c/d GB/s':>14} {'peak MB c/d':>13} {'e2e peak c/d':>13}")
 for name, r in rows:
     print(f"{name[:28]:28} {r['values']:>11} {r['ratio']:>8.2f} {r['kernel_compress_gbps']:>10.1f} {r['kernel_decompress_gbps']:>11.1f}"
           f" {100*r['kernel_compress_gbps']/r['copy_gbps']:>5.1f}/{100*r['kernel_decompress_gbps']/r['copy_gbps']:<5.1f}"
           f" {r['end_to_end_compress_gbps']:>6.1f}/{r['end_to_end_decompress_gbps']:<7.1f}"
-          f" {r['peak_device_bytes_compress']/1e6:>6.0f}/{r['peak_device_bytes_decompress']/1e6:<6.0f}")
+          f" {r['peak_device_bytes_compress']/1e6:>6.0f}/{r['peak_device_bytes_decompress']/1e6:<6.0f}"
+          f" {r['peak_device_bytes_e2e_compress']/1e6:>6.0f}/{r['peak_device_bytes_e2e_decompress']/1e6:<6.0f}")
 PY
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$out" .

@@ -231,6 +231,63 @@ TEST(Gpu, ValueRangeMatchesTheCpuAtAnyAlignment) {
     }
 }
 
+#ifdef FZG_HAVE_CUDA
+// Reduced a piece at a time as the pieces arrive, the range is still the CPU's: pieces of any
+// length (empty ones too), the extremes and the NaN and infinities in different pieces, f64 as
+// f32, and nothing finite at all.
+TEST(Gpu, ArrivingRangeMatchesTheCpuWhateverThePieces) {
+  FZG_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  std::vector<double> values(300001);
+  for (double& v : values) v = double(int(rng() % 20001) - 10000) * 0.37;
+  values[3] = std::numeric_limits<double>::quiet_NaN();
+  values[150000] = -std::numeric_limits<double>::infinity();
+  values[299999] = 98765.5;  // the maximum, in the last piece
+  values[0] = -4e-320;       // a denormal
+  std::vector<double> non_finite(1000, std::numeric_limits<double>::quiet_NaN());
+  for (const std::vector<double>* data : {&values, &non_finite}) {
+    const Buffer device = to_device(Buffer::view(const_cast<double*>(data->data()), 8 * data->size(), Location::host), nullptr);
+    double cpu_min, cpu_max;
+    finite_range(data->data(), DType::f64, data->size(), &cpu_min, &cpu_max);
+    for (const uint64_t piece : {uint64_t(1), uint64_t(7), uint64_t(4096), uint64_t(1) << 20}) {
+      if (piece == 1 && data->size() > 5000) continue;  // a launch per value: too slow to be worth it
+      ArrivingRange range(DType::f64, nullptr);
+      range.add(device.as<double>(), 0);
+      for (uint64_t at = 0; at < data->size(); at += piece)
+        range.add(device.as<double>() + at, std::min<uint64_t>(piece, data->size() - at));
+      double gpu_min, gpu_max;
+      range.result(&gpu_min, &gpu_max);
+      EXPECT_EQ(gpu_min, cpu_min) << "pieces of " << piece;
+      EXPECT_EQ(gpu_max, cpu_max) << "pieces of " << piece;
+      EXPECT_FALSE(std::signbit(gpu_min) && gpu_min == 0);
+    }
+  }
+}
+#endif
+
+// A host field past the staging threshold (32 MB) is uploaded a 16 MB piece at a time, its
+// range reduced beside the copies: the file is still the CPU's.
+TEST(Gpu, HostFieldsUploadedInPiecesGiveTheCpuFile) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({9000001});
+  std::vector<float> values = testing::make_values<float>(testing::Hazard::smooth, d.count());
+  values[8999999] = 5e4f;   // the maximum, in the last piece
+  values[4194304] = -5e4f;  // the minimum, first of the second piece
+  values[12345] = std::numeric_limits<float>::quiet_NaN();
+  values[5000000] = -std::numeric_limits<float>::infinity();
+  const Buffer host = testing::host_buffer(values);
+  CompressOptions on_cpu;
+  on_cpu.bound = {ErrorMode::rel, 1e-4};
+  CompressOptions on_gpu = on_cpu;
+  on_gpu.device = Device::cuda;
+  const FieldRef field{host.data(), Location::host, DType::f32, d};
+  const Buffer cpu_file = compress(Graph::default_fz(), field, on_cpu);
+  const Buffer gpu_file = compress(Graph::default_fz(), field, on_gpu);
+  EXPECT_EQ(inspect(gpu_file).header.quant.max, 5e4);
+  ASSERT_EQ(gpu_file.size(), cpu_file.size());
+  EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
+}
+
 bool ran(const std::vector<StageTime>& times, const std::string& step) {
   return std::any_of(times.begin(), times.end(), [&](const StageTime& t) { return t.stage == step; });
 }
@@ -238,7 +295,8 @@ bool ran(const std::vector<StageTime>& times, const std::string& step) {
 // The fused chain (Lorenzo, bitshuffle and zero-block a slab at a time) writes the CPU's file
 // whatever the slab: one tile row, rows whose codes end inside a shuffle-pack chunk or a
 // shuffle tile, several chunks, the whole field; 1D, 2D and 3D, with and without outliers.
-// Files decode on the device with any other slab size to the CPU's reconstruction.
+// Files decode on the device with any other slab size to the CPU's reconstruction, whether
+// the field stays on the device or goes to the host a slab at a time.
 TEST(Gpu, ChainSlabsOfAnySizeWriteTheCpuFile) {
   FZG_REQUIRE_GPU();
   const std::vector<std::pair<std::vector<uint64_t>, testing::Hazard>> fields = {
@@ -274,6 +332,10 @@ TEST(Gpu, ChainSlabsOfAnySizeWriteTheCpuFile) {
       EXPECT_TRUE(ran(times, "predict+shuffle+pack decode")) << d.to_string();
       ASSERT_EQ(out.data.size(), expected.data.size());
       EXPECT_EQ(std::memcmp(out.data.data(), expected.data.data(), out.data.size()), 0) << d.to_string() << ", slab " << slab;
+      back.output = Location::device;
+      const Buffer on_device = to_host(decompress(cpu_file, back).data, nullptr);
+      ASSERT_EQ(on_device.size(), expected.data.size());
+      EXPECT_EQ(std::memcmp(on_device.data(), expected.data.data(), on_device.size()), 0) << d.to_string() << ", slab " << slab;
     }
   }
 }
@@ -361,7 +423,51 @@ TEST(Gpu, ChainMemoryStaysNearInputPlusOutput) {
   EXPECT_LT(decompress_peak, field_bytes + field_bytes / 4);
   EXPECT_GE(decompress_peak, field_bytes);
   std::cout << "decompress peak " << decompress_peak << "\n";
+  // To the host, two slabs of the output at a time: never the whole field on the device.
+  back.output = Location::host;
+  const Buffer host_file = to_host(file, nullptr);
+  reset_device_memory_peak();
+  const size_t before_host = device_memory_stats().current_bytes;
+  const Decompressed on_host = decompress(host_file, back);
+  const size_t host_peak = device_memory_stats().peak_bytes - before_host;
+  EXPECT_LT(host_peak, field_bytes * 3 / 5);
+  std::cout << "decompress to the host: peak " << host_peak << "\n";
+  ASSERT_EQ(on_host.data.size(), field_bytes);
+  const Buffer from_device = to_host(out.data, nullptr);
+  EXPECT_EQ(std::memcmp(on_host.data.data(), from_device.data(), field_bytes), 0);
 }
+
+#ifdef FZG_HAVE_CUDA
+// Ranges copied off the device through the staging, one after another, each of a size that
+// ends somewhere else in a staging chunk; the device source is rewritten as soon as add()
+// returns, so a range read late would show the next range's bytes.
+TEST(Gpu, StagedDownloadsCopyEveryRangeAsItWasWhenAdded) {
+  FZG_REQUIRE_GPU();
+  const size_t chunk = size_t(16) << 20;
+  const std::vector<size_t> sizes = {1, 0, chunk - 1, chunk + 1, 3 * chunk + 5, 4096, 2 * chunk};
+  size_t total = 0;
+  for (size_t n : sizes) total += n;
+  Buffer source = Buffer::device(3 * chunk + 5, nullptr);
+  Buffer host = Buffer::host(total);
+  {
+    StagedDownload download(nullptr);
+    size_t at = 0;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      ASSERT_EQ(cudaMemsetAsync(source.data(), int(0x10 + k), source.size(), nullptr), cudaSuccess);
+      download.add(host.data() + at, source.data(), sizes[k]);
+      at += sizes[k];
+    }
+    download.finish();
+  }
+  size_t at = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const auto* first_wrong = std::find_if(host.data() + at, host.data() + at + sizes[k],
+                                           [&](uint8_t b) { return b != uint8_t(0x10 + k); });
+    EXPECT_EQ(first_wrong, host.data() + at + sizes[k]) << "range " << k << " of " << sizes[k] << " bytes";
+    at += sizes[k];
+  }
+}
+#endif
 
 // A graph whose stored text is too long to travel as a kernel argument takes the other way
 // onto the device (a copy the host waits for); the file is still the CPU's, byte for byte.

@@ -38,11 +38,12 @@ namespace {
 constexpr int block_threads = 256;
 
 // The field's shape, and the tiles a launch works on: [first_tile, end_tile) of tile order,
-// their codes in a window that holds point i's code at [i - codes_first].
+// their codes in a window that holds point i's code at [i - codes_first]; a decode writes
+// point i at [i - field_first] of its output.
 struct Grid {
   uint64_t nx, ny, nz, tiles_x, tiles_y, tile_count;
   uint32_t first_tile, end_tile;
-  uint64_t codes_first;
+  uint64_t codes_first, field_first;
 };
 
 struct CountPair {
@@ -65,7 +66,7 @@ QuantConstants constants_of(const Quantization& q) {
 }
 
 Grid device_grid(const TileGrid& g) {
-  return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count(), 0, uint32_t(g.tile_count()), 0};
+  return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count(), 0, uint32_t(g.tile_count()), 0, 0};
 }
 
 // Where a tile starts and how much of it lies inside the field.
@@ -496,7 +497,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
         load_deltas(codes, g.codes_first, strip, o, escape_begin, escape_end, p.key0, q);
         prefix_sums<TX, TY, TZ>(q);
       }
-      T* dst = field + strip.global0;
+      T* dst = field + (strip.global0 - g.field_first);
 #pragma unroll
       for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step)
         if (Whole || strip.inside(k)) *dst = reconstruct<T>(q[strip.local(k)], step);
@@ -507,7 +508,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     for (uint64_t i = exact_begin + threadIdx.x; i < exact_end; i += block_threads) {
       uint32_t lx, ly, lz;
       split<TX, TY>(uint32_t(o.exact_keys[i] - p.key0), lx, ly, lz);
-      field[p.global(g, lx, ly, lz)] = reinterpret_cast<const T*>(o.exact_values)[i];
+      field[p.global(g, lx, ly, lz) - g.field_first] = reinterpret_cast<const T*>(o.exact_values)[i];
     }
     __syncthreads();
   }
@@ -691,7 +692,7 @@ DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DT
 }
 
 void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first,
-                                void* field) {
+                                void* field, uint64_t field_first) {
   if (first_row >= end_row) return;
   const uint64_t tiles = grid_.tile_count();
   const OutlierCounts& counts = view_.counts;
@@ -701,7 +702,8 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
     o.escape_start = starts_.as<uint64_t>();
     o.exact_start = o.escape_start + tiles + 1;
   }
-  const Grid g = rows_grid(grid_, first_row, end_row, window_first);
+  Grid g = rows_grid(grid_, first_row, end_row, window_first);
+  g.field_first = field_first;
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);

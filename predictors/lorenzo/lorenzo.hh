@@ -105,7 +105,9 @@ class DeviceDecoder {
   // when there are outliers, one to read their counts.
   DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                 const Quantization& quant, cudaStream_t stream);
-  void decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first, void* field);
+  // Writes point i at [i - field_first] of `field` (a window of the output, or all of it).
+  void decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first, void* field,
+                   uint64_t field_first = 0);
 
  private:
   DType type_;
