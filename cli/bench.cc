@@ -170,6 +170,14 @@ int run_bench(const BenchArgs& a) {
     const int e2e_repeat = std::max(3, a.repeat / 4);
     const double ec = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] { host_file = compress(graph, host_field, hc); });
     const double ed = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] { out = decompress(host_file, hd); });
+    if (a.trace) {
+      trace::open(device, nullptr);
+      host_file = compress(graph, host_field, hc);
+      std::fprintf(stderr, "end-to-end compress timeline, %s:\n%s", row.dims.c_str(), trace::close().c_str());
+      trace::open(device, nullptr);
+      out = decompress(host_file, hd);
+      std::fprintf(stderr, "end-to-end decompress timeline, %s:\n%s", row.dims.c_str(), trace::close().c_str());
+    }
     row.ec_gbps = double(row.bytes) / (ec * 1e6);
     row.ed_gbps = double(row.bytes) / (ed * 1e6);
     rows.push_back(row);

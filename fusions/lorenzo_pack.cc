@@ -81,6 +81,8 @@ class SideStream {
  public:
   explicit SideStream(cudaStream_t main) : main_(main) {}
   cudaStream_t get() const { return pool().side; }
+  // A third stream, for copies off the device: they wait for no kernel but the one they copy from.
+  cudaStream_t copies() const { return pool().copies; }
   // An event marking the work queued so far on `stream`. Events are the thread's, reused by
   // its later calls: re-recording one leaves the waits already queued on it unchanged.
   cudaEvent_t record(cudaStream_t stream) {
@@ -102,9 +104,12 @@ class SideStream {
 
  private:
   struct Pool {
-    cudaStream_t side = nullptr;
+    cudaStream_t side = nullptr, copies = nullptr;
     std::vector<cudaEvent_t> events;
-    Pool() { FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking)); }
+    Pool() {
+      FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+      FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
+    }
   };
   static Pool& pool() {
     static thread_local Pool p;
@@ -229,11 +234,11 @@ Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& o
   expand_slab(0);
   // Reading the outlier counts waits for the host: the first slab expands meanwhile.
   lorenzo::DeviceDecoder restore(outliers.data(), outliers.size(), ctx.dtype, ctx.dims, ctx.quant, ctx.stream);
-  // On the side stream, once slab k is reconstructed; its output window is free again on return.
+  // Once slab k is reconstructed; its output window is free again on return.
   std::unique_ptr<StagedDownload> download;
-  if (to_host) download = std::make_unique<StagedDownload>(side.get());
+  if (to_host) download = std::make_unique<StagedDownload>(side.copies());
   auto download_slab = [&](uint64_t k) {
-    side.wait(side.get(), window_read[k % 2]);
+    side.wait(side.copies(), window_read[k % 2]);
     download->add(field.data() + first_value(k) * value_bytes, slabs_out[k % 2].data(),
                   (first_value(k + 1) - first_value(k)) * value_bytes);
   };

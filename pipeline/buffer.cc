@@ -10,6 +10,7 @@
 #include <new>
 
 #include "pipeline/error.hh"
+#include "pipeline/timer.hh"
 
 namespace fzg {
 
@@ -29,15 +30,28 @@ void event_wait(void* event);
 
 namespace {
 
-// Copies host memory with all cores: page faults on fresh buffers and the copy itself spread out.
+// Bytes from `address` to the next multiple of `alignment` (a power of two) past it, at most
+// `limit`: a whole `alignment` from an address on a boundary.
+size_t to_boundary(const void* address, size_t alignment, size_t limit) {
+  const size_t past = reinterpret_cast<uintptr_t>(address) & (alignment - 1);
+  return std::min(limit, alignment - past);
+}
+
+// Copies host memory with all cores: page faults on fresh buffers and the copy itself spread
+// out. Pieces end on 1 MiB boundaries of the destination, so that a 2 MiB huge page is
+// faulted in by the two threads that fill its halves and no more (a 400 MB download in four
+// parts at unaligned offsets measured ~20 % slower into fresh memory than in one).
 void parallel_memcpy(void* dst, const void* src, size_t size_bytes) {
   constexpr size_t piece = size_t(1) << 20;
-  const int64_t pieces = int64_t((size_bytes + piece - 1) / piece);
+  auto* to = static_cast<uint8_t*>(dst);
+  const auto* from = static_cast<const uint8_t*>(src);
+  const size_t head = reinterpret_cast<uintptr_t>(to) % piece ? to_boundary(to, piece, size_bytes) : 0;
+  std::memcpy(to, from, head);
+  const int64_t pieces = int64_t((size_bytes - head + piece - 1) / piece);
 #pragma omp parallel for schedule(static) if (pieces > 4)
   for (int64_t i = 0; i < pieces; ++i) {
-    const size_t at = size_t(i) * piece;
-    std::memcpy(static_cast<uint8_t*>(dst) + at, static_cast<const uint8_t*>(src) + at,
-                std::min(piece, size_bytes - at));
+    const size_t at = head + size_t(i) * piece;
+    std::memcpy(to + at, from + at, std::min(piece, size_bytes - at));
   }
 }
 
@@ -262,8 +276,10 @@ void StagedDownload::add(void* host_dst, const void* device_src, size_t size_byt
     device_synchronize(s.stream);
     return;
   }
-  for (size_t at = 0; at < size_bytes; at += staging_chunk) {
-    const size_t bytes = std::min(staging_chunk, size_bytes - at);
+  trace::mark("staged download: range added");
+  // Chunks end on staging_chunk boundaries of the destination, whatever the range's offset.
+  for (size_t at = 0, bytes = 0; at < size_bytes; at += bytes) {
+    bytes = to_boundary(static_cast<uint8_t*>(host_dst) + at, staging_chunk, size_bytes - at);
     copy_async(s.bounce[s.next], static_cast<const uint8_t*>(device_src) + at, bytes, s.stream);
     event_record(s.moved[s.next], s.stream);
     s.next = 1 - s.next;
@@ -275,8 +291,10 @@ void StagedDownload::add(void* host_dst, const void* device_src, size_t size_byt
     s.waiting = static_cast<uint8_t*>(host_dst) + at;
     s.waiting_bytes = bytes;
   }
+  trace::mark("staged download: all but the last chunk on the host");
   // The range's last chunk has left the device once its event fires.
   if (s.waiting) event_wait(s.moved[1 - s.next]);
+  trace::mark("staged download: range read");
 }
 
 void StagedDownload::finish() { state_->drain(); }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -56,6 +57,25 @@ TEST(Buffer, LargeHostBuffersAreHugePageAligned) {
   std::memset(b.data(), 0x5a, size);
   EXPECT_EQ(b.data()[0], 0x5a);
   EXPECT_EQ(b.data()[size - 1], 0x5a);
+}
+
+// Host copies split into pieces on the destination's 1 MiB boundaries: every byte lands,
+// whatever the offsets of source and destination, and nothing past the range is touched.
+TEST(Buffer, HostCopiesAtAnyOffsetCopyEveryByte) {
+  const size_t size = (size_t(6) << 20) + 123;
+  Buffer source = Buffer::host(size + 64), target = Buffer::host(size + 8192);
+  for (size_t i = 0; i < source.size(); ++i) source.data()[i] = uint8_t(i * 131 + 7);
+  for (const size_t to : {size_t(0), size_t(1), size_t(4095), size_t(33)})
+    for (const size_t from : {size_t(0), size_t(5)})
+      for (const size_t bytes : {size_t(0), size_t(1), size_t(1) << 20, size - 40}) {
+        std::memset(target.data(), 0xee, target.size());
+        copy_bytes(target.data() + to, Location::host, source.data() + from, Location::host, bytes, nullptr);
+        EXPECT_EQ(std::memcmp(target.data() + to, source.data() + from, bytes), 0) << to << " " << from << " " << bytes;
+        const size_t after = to + bytes;
+        EXPECT_EQ(std::count(target.data(), target.data() + to, uint8_t(0xee)), std::ptrdiff_t(to));
+        EXPECT_EQ(std::count(target.data() + after, target.data() + target.size(), uint8_t(0xee)),
+                  std::ptrdiff_t(target.size() - after));
+      }
 }
 
 TEST(Quantization, RelIsBoundTimesRangeAndStepLeavesRoomForRounding) {
