@@ -55,7 +55,7 @@ class LorenzoPack final : public ChainFusion {
   }
 
   std::vector<Buffer> encode(const StageContext& ctx, const Buffer& field) const override;
-  Buffer decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Location where) const override;
+  void decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Buffer& field) const override;
 };
 
 #ifdef FZG_HAVE_CUDA
@@ -201,14 +201,13 @@ std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& f
 // it is reconstructed. For a field going to the host, slab k is reconstructed into output
 // window k % 2 and copied to the host (through the page-locked staging, the host waiting)
 // while the GPU reconstructs slab k + 1: the device holds two slabs of the field, never all.
-Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Location where) const {
+void LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Buffer& field) const {
   const uint64_t values = ctx.dims.count(), value_bytes = dtype_size(ctx.dtype);
   constexpr uint64_t tile_values = bitshuffle::tile_bytes / 2;
   const Buffer& outliers = outputs.at(0);
   const Buffer& stream = outputs.at(1);
   shuffle_pack::DeviceDecoder expand(stream.as<uint32_t>(), stream.size(), 2 * values, ctx.stream);
-  const bool to_host = where == Location::host;
-  Buffer field = to_host ? Buffer::host(values * value_bytes) : Buffer::device(values * value_bytes, ctx.stream);
+  const bool to_host = !field.on_device();
   const lorenzo::TileRows rows = lorenzo::tile_rows(ctx.dims);
   const uint64_t slab_rows = rows_per_slab(ctx, rows);
   const uint64_t slab_values = std::min(values, slab_rows * rows.values_per_row);
@@ -253,7 +252,6 @@ Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& o
   }
   if (to_host) download_slab(slabs - 1), download->finish();
   trace::mark("lorenzo-pack: slabs decoded");
-  return field;
 }
 
 #else
@@ -261,7 +259,7 @@ Buffer LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& o
 std::vector<Buffer> LorenzoPack::encode(const StageContext&, const Buffer&) const {
   fail(ErrorCode::unsupported, "the fused lorenzo chain needs CUDA");
 }
-Buffer LorenzoPack::decode(const StageContext&, const std::vector<Buffer>&, Location) const {
+void LorenzoPack::decode(const StageContext&, const std::vector<Buffer>&, Buffer&) const {
   fail(ErrorCode::unsupported, "the fused lorenzo chain needs CUDA");
 }
 

@@ -288,9 +288,9 @@ Graph stored_graph(const std::string& text) {
   return loaded[text] = graph;
 }
 
-}  // namespace
-
-Decompressed decompress(const Buffer& file_in, const DecompressOptions& options) {
+// Decompresses into `destination` when it is given (caller memory at options.output), else
+// into a buffer of its own.
+Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& options, Buffer destination) {
   check_device(options.device);
   // Streams are read in place as typed arrays: keep the file 8-byte aligned.
   Buffer source = file_in;
@@ -314,6 +314,10 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
   ctx.slab_values = options.slab_values;
   RegionTimer timer(ctx.device, ctx.stream);
   const auto bounds = port_bounds(graph, ctx);
+  const uint64_t field_bytes = c.header.dims.count() * dtype_size(c.header.dtype);
+  if (destination.data() && destination.size() < field_bytes)
+    fail(ErrorCode::invalid_argument, "the output holds " + std::to_string(destination.size()) + " bytes; the field needs " +
+                                          std::to_string(field_bytes));
   trace::mark("graph loaded");
 
   timer.start();
@@ -356,7 +360,11 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
           ports.erase(it);
         }
         timer.start();
-        ports[key_of(graph.nodes()[first].inputs[0])] = chain->decode(ctx, outputs, options.output);
+        Buffer field = destination.data() ? destination.slice(0, field_bytes)
+                       : options.output == Location::host ? Buffer::host(field_bytes)
+                                                          : Buffer::device(field_bytes, ctx.stream);
+        chain->decode(ctx, outputs, field);
+        ports[key_of(graph.nodes()[first].inputs[0])] = field;
         time_step(options.stage_times, chain_name(graph, first, chain->length()) + " decode", timer);
         trace::mark("chain decoded");
         i = first;
@@ -402,11 +410,27 @@ Decompressed decompress(const Buffer& file_in, const DecompressOptions& options)
   if (source.on_device()) verify(pending);
   trace::mark("checksums compared");
   Buffer data = ports.at({-1, ""});
-  require_data(data.size() == c.header.dims.count() * dtype_size(c.header.dtype), "decoded field size");
+  require_data(data.size() == field_bytes, "decoded field size");
   timer.start();
+  if (destination.data() && data.data() != destination.data()) {
+    copy_bytes(destination.data(), destination.location(), data.data(), data.location(), field_bytes, ctx.stream);
+    data = destination.slice(0, field_bytes);
+  }
   data = move_to(data, options.output, ctx.stream);
   if (options.output != location_of(ctx.device)) time_step(options.stage_times, "download", timer);
   return {data, c.header};
+}
+
+}  // namespace
+
+Decompressed decompress(const Buffer& file, const DecompressOptions& options) {
+  return decompress_to(file, options, Buffer());
+}
+
+Header decompress_into(const Buffer& file, void* destination, uint64_t capacity_bytes,
+                       const DecompressOptions& options) {
+  if (!destination) fail(ErrorCode::invalid_argument, "no output memory");
+  return decompress_to(file, options, Buffer::view(destination, capacity_bytes, options.output)).header;
 }
 
 uint64_t max_compressed_size(const Graph& graph_in, DType dtype, const Dims& dims, ErrorMode mode) {

@@ -44,9 +44,10 @@ class ChainFusion {
   // The outputs, or nothing when the chain declines (for data whose stream would not fit
   // its scratch, or that a node would store raw).
   virtual std::vector<Buffer> encode(const StageContext& ctx, const Buffer& field) const = 0;
-  // The field, at `where`: a chain decoding to the host moves each slab off the device while
-  // the next is decoded, so the device never holds the whole field either.
-  virtual Buffer decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Location where) const = 0;
+  // Decodes into `field` (the whole field's bytes, on the device or the host): a chain
+  // decoding to the host moves each slab off the device while the next is decoded, so the
+  // device never holds the whole field.
+  virtual void decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Buffer& field) const = 0;
 };
 
 // The chain fusion that starts at node `first` (or ends at node `last`), or nullptr.

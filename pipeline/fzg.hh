@@ -57,6 +57,11 @@ struct Decompressed {
 
 Buffer compress(const Graph& graph, const FieldRef& field, const CompressOptions& options);
 Decompressed decompress(const Buffer& file, const DecompressOptions& options);
+// The same into caller memory at options.output (a host array, or device memory for in-situ
+// use), `capacity_bytes` long: no output buffer is allocated, and a reused host array is
+// not faulted in again. Throws invalid_argument when the field does not fit.
+Header decompress_into(const Buffer& file, void* destination, uint64_t capacity_bytes,
+                       const DecompressOptions& options);
 // Reads the metadata alone (for `fzg info`); the file may be on the host or the device.
 Container inspect(const Buffer& file, cudaStream_t stream = nullptr);
 

@@ -469,6 +469,32 @@ TEST(Gpu, StagedDownloadsCopyEveryRangeAsItWasWhenAdded) {
 }
 #endif
 
+// Decompressing into caller memory on the GPU, the chain writes straight into it (device
+// memory for in-situ use, a host array a slab at a time), and the stages' way copies into it
+// at the end: every way gives the CPU's reconstruction.
+TEST(Gpu, DecompressIntoCallerMemoryMatchesTheCpu) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({96, 64, 40});
+  for (const testing::Hazard hazard : {testing::Hazard::smooth, testing::Hazard::noise}) {
+    const Buffer host = testing::host_buffer(testing::make_values<float>(hazard, d.count()));
+    CompressOptions options;
+    options.bound = {ErrorMode::rel, hazard == testing::Hazard::noise ? 1e-4 : 1e-3};  // noise: the stages
+    const Buffer file = compress(Graph::default_fz(), {host.data(), Location::host, DType::f32, d}, options);
+    const Decompressed expected = decompress(file, {});
+    DecompressOptions on_gpu;
+    on_gpu.device = Device::cuda;
+    on_gpu.slab_values = 50000;
+    std::vector<float> out(d.count());
+    decompress_into(file, out.data(), out.size() * sizeof(float), on_gpu);
+    EXPECT_EQ(std::memcmp(out.data(), expected.data.data(), expected.data.size()), 0) << testing::to_string(hazard);
+    on_gpu.output = Location::device;
+    Buffer device_out = Buffer::device(expected.data.size(), nullptr);
+    decompress_into(file, device_out.data(), device_out.size(), on_gpu);
+    const Buffer back = to_host(device_out, nullptr);
+    EXPECT_EQ(std::memcmp(back.data(), expected.data.data(), expected.data.size()), 0) << testing::to_string(hazard);
+  }
+}
+
 // A graph whose stored text is too long to travel as a kernel argument takes the other way
 // onto the device (a copy the host waits for); the file is still the CPU's, byte for byte.
 TEST(Gpu, DeviceFilesWithLargeMetadataMatchTheCpuFiles) {

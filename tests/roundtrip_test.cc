@@ -105,5 +105,31 @@ TEST(RoundTripBound, IncompressibleInputStaysWithinMaxCompressedSize) {
   EXPECT_LE(file.size(), b.size() + 1024);  // stored raw: a small bounded overhead
 }
 
+// Into caller memory: the same bytes as decompress() gives, the rest of a larger array left
+// alone; an array too small, or none, is a clear invalid_argument before anything is written.
+TEST(RoundTripBound, DecompressIntoCallerMemoryGivesTheSameField) {
+  const Dims d = Dims::make({67, 13, 17});
+  const Buffer b = testing::host_buffer(testing::make_values<float>(testing::Hazard::spikes, d.count()));
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-3};
+  const Buffer file = compress(Graph::default_fz(), {b.data(), Location::host, DType::f32, d}, options);
+  const Decompressed expected = decompress(file, {});
+  std::vector<float> out(d.count() + 5, -1.0f);
+  const Header header = decompress_into(file, out.data(), out.size() * sizeof(float), {});
+  EXPECT_EQ(header.dims.count(), d.count());
+  EXPECT_EQ(std::memcmp(out.data(), expected.data.data(), expected.data.size()), 0);
+  EXPECT_EQ(out.back(), -1.0f);
+  std::vector<float> small(d.count() - 1, -1.0f);
+  try {
+    decompress_into(file, small.data(), small.size() * sizeof(float), {});
+    ADD_FAILURE() << "an array one value short was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("the field needs"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(small.front(), -1.0f);
+  EXPECT_THROW(decompress_into(file, nullptr, 1 << 20, {}), Error);
+}
+
 }  // namespace
 }  // namespace fzg
