@@ -98,22 +98,9 @@ bool staged_copy(void* dst, Location dst_where, const void* src, Location src_wh
     staged_upload(to, from, size_bytes, stream, nullptr);
     return true;
   }
-  std::lock_guard<std::mutex> lock(staging_in_use);
-  uint8_t* bounce[2];
-  void* moved[2];
-  staging_buffers(staging_chunk, bounce, moved);
-  const size_t chunks = (size_bytes + staging_chunk - 1) / staging_chunk;
-  auto length = [&](size_t i) { return std::min(staging_chunk, size_bytes - i * staging_chunk); };
-  copy_async(bounce[0], from, length(0), stream);
-  event_record(moved[0], stream);
-  for (size_t i = 0; i < chunks; ++i) {
-    if (i + 1 < chunks) {
-      copy_async(bounce[(i + 1) % 2], from + (i + 1) * staging_chunk, length(i + 1), stream);
-      event_record(moved[(i + 1) % 2], stream);
-    }
-    event_wait(moved[i % 2]);
-    parallel_memcpy(to + i * staging_chunk, bounce[i % 2], length(i));
-  }
+  StagedDownload staged(stream);
+  staged.add(to, from, size_bytes);
+  staged.finish();
   return true;
 }
 #endif

@@ -80,6 +80,7 @@ class StagedDownload {
   struct State;
   std::unique_ptr<State> state_;
 };
+
 Buffer to_host(const Buffer& source, cudaStream_t stream);
 Buffer to_device(const Buffer& source, cudaStream_t stream);
 
