@@ -171,6 +171,7 @@ Coded encode_slabs(const StageContext& ctx, const Buffer& field, uint64_t capaci
   // Host work before the host waits, while the last packs run: the windows go back to the
   // pool (stream-ordered after the packs), and both stages' totals are gathered for one read.
   windows[0] = windows[1] = Buffer();
+  pack.assemble();
   Buffer device_totals = Buffer::device(4 * sizeof(uint64_t), ctx.stream);
   copy_bytes_async(device_totals.data(), Location::device, predict.totals(), Location::device, 16, ctx.stream);
   copy_bytes_async(device_totals.data() + 16, Location::device, pack.totals(), Location::device, 16, ctx.stream);

@@ -63,15 +63,17 @@ __global__ void __launch_bounds__(block_threads) checksum_copy_kernel(const uint
 
 }  // namespace
 
-void checksum_copy_device(const uint8_t* source, size_t size_bytes, uint8_t* destination, uint64_t* sum_on_device,
-                          cudaStream_t stream) {
-  FZG_CUDA_CHECK(cudaMemsetAsync(sum_on_device, 0, sizeof(uint64_t), stream));
-  const uint64_t words = (size_bytes + 7) / 8;
-  if (words == 0) return;
-  checksum_copy_kernel<<<resident_grid(checksum_copy_kernel, block_threads, words, block_threads), block_threads, 0,
-                         stream>>>(source, size_bytes, reinterpret_cast<uint64_t*>(destination),
-                                   reinterpret_cast<unsigned long long*>(sum_on_device));
-  FZG_CUDA_CHECK_LAUNCH();
+void checksum_copy_device(const std::vector<Buffer>& streams, const std::vector<uint64_t>& offsets, uint8_t* file,
+                          uint64_t* sums, cudaStream_t stream) {
+  FZG_CUDA_CHECK(cudaMemsetAsync(sums, 0, streams.size() * sizeof(uint64_t), stream));
+  for (size_t s = 0; s < streams.size(); ++s) {
+    const uint64_t words = (streams[s].size() + 7) / 8;
+    if (words == 0) continue;
+    checksum_copy_kernel<<<resident_grid(checksum_copy_kernel, block_threads, words, block_threads), block_threads, 0,
+                           stream>>>(streams[s].data(), streams[s].size(), reinterpret_cast<uint64_t*>(file + offsets[s]),
+                                     reinterpret_cast<unsigned long long*>(sums + s));
+    FZG_CUDA_CHECK_LAUNCH();
+  }
 }
 
 void checksum_terms_device(const uint8_t* data, size_t size_bytes, uint64_t* sum_on_device, cudaStream_t stream) {

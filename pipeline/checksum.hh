@@ -40,11 +40,11 @@ class PendingChecksums {
 };
 
 #ifdef FZG_HAVE_CUDA
-// Copies a device stream to `destination` (8-byte aligned device memory), zero-padded to a
-// whole number of 8-byte words, and adds its checksum terms (without the length term) to
-// *sum_on_device: the container takes each stream's bytes and checksum in one read.
-void checksum_copy_device(const uint8_t* source, size_t size_bytes, uint8_t* destination, uint64_t* sum_on_device,
-                          cudaStream_t stream);
+// Copies each device stream to file + offsets[s] (8-byte aligned device memory), zero-padded
+// to a whole number of 8-byte words, and sums its checksum terms (without the length term)
+// into sums[s]: the container takes each stream's bytes and checksum in one read.
+void checksum_copy_device(const std::vector<Buffer>& streams, const std::vector<uint64_t>& offsets, uint8_t* file,
+                          uint64_t* sums, cudaStream_t stream);
 #endif
 
 inline std::vector<uint64_t> checksums(const std::vector<Buffer>& buffers, cudaStream_t stream) {

@@ -63,13 +63,11 @@ Buffer assemble_on_device(Container& c, const std::vector<Buffer>& streams, Loca
   for (const Buffer& s : streams)
     if (!s.on_device()) return Buffer();
   for (const Buffer& s : streams) c.streams.push_back({s.size(), 0});
-  write_metadata(c);  // the layout: offsets do not depend on the checksums
+  const std::vector<uint8_t> metadata = write_metadata(c);  // checksums still zero: the device fills them in
   Buffer file = Buffer::device(c.total_bytes, stream);
   Buffer sums = Buffer::device(streams.size() * sizeof(uint64_t), stream);
-  for (size_t s = 0; s < streams.size(); ++s)
-    checksum_copy_device(streams[s].data(), streams[s].size(), file.data() + c.stream_offsets[s],
-                         sums.as<uint64_t>() + s, stream);
-  finish_metadata_device(write_metadata(c), uint32_t(streams.size()), sums.as<uint64_t>(), file.data(), stream);
+  checksum_copy_device(streams, c.stream_offsets, file.data(), sums.as<uint64_t>(), stream);
+  finish_metadata_device(metadata, uint32_t(streams.size()), sums.as<uint64_t>(), file.data(), stream);
   trace::mark("container queued");
   return file;
 #else

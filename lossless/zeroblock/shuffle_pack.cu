@@ -267,6 +267,19 @@ __global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t*
   }
 }
 
+// The stream's head: group bits, then the flag words, copied in just before the blocks, where
+// the totals (on the device, flag words + 1 first) say the flag words end. The copy never
+// overlaps its sources: the blocks' fixed place leaves room for the most flag words there
+// can be after the dense flag words.
+__global__ void assemble_kernel(uint32_t* __restrict__ words, const unsigned long long* __restrict__ totals,
+                                uint64_t bits_at, uint64_t flags_at, uint64_t blocks_at, uint64_t group_flag_words) {
+  const uint64_t flag_words = totals[0] - 1;
+  const uint64_t head = blocks_at - flag_words - group_flag_words;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < group_flag_words + flag_words;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    words[head + i] = i < group_flag_words ? words[bits_at + i] : words[flags_at + i - group_flag_words];
+}
+
 __device__ __forceinline__ uint32_t stored_word(const zeroblock::StreamView& v, uint64_t t) {
   const uint32_t lane = threadIdx.x % 32;
   const uint32_t group = v.flags_of(t);
@@ -358,15 +371,20 @@ void DeviceEncoder::encode_chunks(uint64_t first, uint64_t end, const uint8_t* w
   trace::mark("shuffle-pack: chunks queued");
 }
 
+void DeviceEncoder::assemble() {
+  if (assembled_ || chunks_ == 0) return;
+  assembled_ = true;
+  assemble_kernel<<<grid_for(layout_.groups + layout_.group_flag_words, tile_block_threads, 4), tile_block_threads, 0,
+                    stream_>>>(scratch_.as<uint32_t>(), totals(), bits_at_, flags_at_, blocks_at_,
+                               layout_.group_flag_words);
+  FZG_CUDA_CHECK_LAUNCH();
+}
+
 Buffer DeviceEncoder::finish(const unsigned long long totals[2]) {
   const uint64_t flag_words = totals[0] - 1;
   if (blocks(totals) > capacity_) return Buffer();
-  uint32_t* words = scratch_.as<uint32_t>();
+  assemble();  // already queued by a caller that overlapped it with reading the totals
   const uint64_t head = blocks_at_ - flag_words - layout_.group_flag_words;
-  copy_bytes_async(words + head, Location::device, words + bits_at_, Location::device, 4 * layout_.group_flag_words,
-                   stream_);
-  copy_bytes_async(words + head + layout_.group_flag_words, Location::device, words + flags_at_, Location::device,
-                   4 * flag_words, stream_);
   return scratch_.slice(4 * head, 4 * (layout_.group_flag_words + flag_words + blocks(totals)));
 }
 
@@ -400,6 +418,7 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
   if (L.groups == 0) return Buffer::device(0, stream);
   DeviceEncoder encoder(input_bytes, stream);
   encoder.encode_chunks(0, encoder.chunks(), input);
+  encoder.assemble();
   unsigned long long totals[2];
   copy_bytes(totals, Location::host, encoder.totals(), Location::device, sizeof totals, stream);
   trace::mark("shuffle-pack: totals read");

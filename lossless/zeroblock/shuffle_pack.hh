@@ -45,6 +45,10 @@ class DeviceEncoder {
                      cudaStream_t stream = nullptr);
   // Device address of the totals (flag words + 1, blocks + 1), complete after the last chunk.
   const unsigned long long* totals() const;
+  // Queues the stream's assembly in the scratch (its head copied in front of the blocks) from
+  // the totals on the device: after the last chunk, before the host waits for the totals, so
+  // that it runs meanwhile. finish() queues it if no one has.
+  void assemble();
   // The stream from the totals read back; an empty buffer when the blocks outgrew the scratch.
   Buffer finish(const unsigned long long totals[2]);
   // The stream's blocks (words), from the totals read back: a capacity they fit in.
@@ -56,6 +60,7 @@ class DeviceEncoder {
   cudaStream_t stream_;
   uint64_t chunks_ = 0, capacity_ = 0, bits_at_ = 0, flags_at_ = 0, blocks_at_ = 0;  // in words
   Buffer scratch_;
+  bool assembled_ = false;
 };
 
 // Decode a window of tiles at a time: the stream is planned once (one synchronization).
