@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "bitshuffle/bitshuffle.hh"
@@ -33,6 +34,12 @@ bool reads(const GraphNode& node, int from, const char* port) {
   return node.inputs.size() == 1 && node.inputs[0].node == from && (from < 0 || node.inputs[0].port == port);
 }
 
+// A chain with nothing to do: the stages run (an empty field).
+class Declined final : public PreparedChain {
+ public:
+  std::vector<Buffer> encode(const StageContext&) override { return {}; }
+};
+
 class LorenzoPack final : public ChainFusion {
  public:
   size_t length() const override { return 3; }
@@ -54,7 +61,7 @@ class LorenzoPack final : public ChainFusion {
     return {values * dtype_size(ctx.dtype), 2 * values, bitshuffle::shuffled_size(2 * values)};
   }
 
-  std::vector<Buffer> encode(const StageContext& ctx, const Buffer& field) const override;
+  std::unique_ptr<PreparedChain> prepare(const StageContext& ctx, const Buffer& field) const override;
   void decode(const StageContext& ctx, const std::vector<Buffer>& outputs, Buffer& field) const override;
 };
 
@@ -124,79 +131,95 @@ class SideStream {
 // unfinished chunk to the front of the other window, which the next slab's Lorenzo fills from
 // past that point at the same time. A window is rewritten only once the pack that read it is
 // done; packs run in order (the look-back needs every earlier chunk placed).
-// The chain's outputs; none when the blocks outgrew `capacity` (`blocks` says how many there are).
-struct Coded {
-  std::vector<Buffer> outputs;
-  uint64_t blocks = 0;
-};
-
-Coded encode_slabs(const StageContext& ctx, const Buffer& field, uint64_t capacity) {
-  const uint64_t values = ctx.dims.count();
-  constexpr uint64_t chunk_values = shuffle_pack::DeviceEncoder::chunk_bytes / 2;
-  lorenzo::DeviceEncoder predict(field.data(), ctx.dtype, ctx.dims, ctx.quant, ctx.stream);
-  shuffle_pack::DeviceEncoder pack(2 * values, ctx.stream, capacity);
-  const lorenzo::TileRows rows = lorenzo::tile_rows(ctx.dims);
-  const uint64_t slab_rows = rows_per_slab(ctx, rows);
-  const uint64_t window_bytes = 2 * (std::min(values, slab_rows * rows.values_per_row) + chunk_values);
-  Buffer windows[2] = {Buffer::device(window_bytes, ctx.stream),
-                       second_window(slab_rows, rows, window_bytes, ctx.stream)};
-  SideStream side(ctx.stream);  // each pack first waits for the main stream (state zeroed there too)
-  cudaEvent_t window_read[2] = {nullptr, nullptr};  // the last pack that read each window
-  int current = 0;
-  uint64_t window_first = 0, next_chunk = 0;  // the window holds codes from window_first on
-  for (uint64_t row = 0; row < rows.count; row += slab_rows) {
-    const uint64_t end_row = std::min(rows.count, row + slab_rows);
-    const uint64_t end_value = std::min(values, end_row * rows.values_per_row);
-    uint8_t* window = windows[current].data();
-    side.wait(ctx.stream, window_read[current]);
-    predict.encode_rows(row, end_row, reinterpret_cast<uint16_t*>(window), window_first);
-    const bool last = end_row == rows.count;
-    const uint64_t end_chunk = last ? pack.chunks() : end_value / chunk_values;
-    if (end_chunk == next_chunk) continue;  // no chunk complete yet: the next slab adds to this window
-    side.wait(side.get(), side.record(ctx.stream));
-    shuffle_pack::Carry carry;
-    if (!last) {
-      carry.from = 2 * (end_chunk * chunk_values - window_first);
-      carry.bytes = 2 * (end_value - end_chunk * chunk_values);
-      carry.to = windows[1 - current].data();
-    }
-    pack.encode_chunks(next_chunk, end_chunk, window, carry, side.get());
-    window_read[current] = side.record(side.get());
-    current = 1 - current;
-    window_first = end_chunk * chunk_values;
-    next_chunk = end_chunk;
-  }
-  side.join();
-  trace::mark("lorenzo-pack: slabs queued");
-  // Host work before the host waits, while the last packs run: the windows go back to the
-  // pool (stream-ordered after the packs), and both stages' totals are gathered for one read.
-  windows[0] = windows[1] = Buffer();
-  pack.assemble();
-  Buffer device_totals = Buffer::device(4 * sizeof(uint64_t), ctx.stream);
-  copy_bytes_async(device_totals.data(), Location::device, predict.totals(), Location::device, 16, ctx.stream);
-  copy_bytes_async(device_totals.data() + 16, Location::device, pack.totals(), Location::device, 16, ctx.stream);
-  unsigned long long totals[4];
-  copy_bytes(totals, Location::host, device_totals.data(), Location::device, sizeof totals, ctx.stream);
-  trace::mark("lorenzo-pack: totals read");
-  Buffer stream = pack.finish(totals + 2);
-  if (stream.size() == 0) return {{}, shuffle_pack::DeviceEncoder::blocks(totals + 2)};
-  return {{predict.outliers({totals[0], totals[1]}), stream}, 0};
-}
-
+//
 // The blocks scratch is sized for a stream of an eighth of an f32 field (ratio 8 and up): a
 // stream that outgrows it is coded again into a scratch of its exact size, now known. One
 // that outgrows half the codes is rare and near the size at which zero-block stores its
 // input raw: the chain declines and the stages run in turn decide that.
-std::vector<Buffer> LorenzoPack::encode(const StageContext& ctx, const Buffer& field) const {
-  const uint64_t values = ctx.dims.count();
-  if (values == 0) return {};
-  const uint64_t most = shuffle_pack::DeviceEncoder::max_capacity(2 * values);
-  Coded coded = encode_slabs(ctx, field, most / 2);
-  if (coded.outputs.empty() && coded.blocks <= most) {
-    trace::mark("lorenzo-pack: blocks outgrew the scratch, coding again");
-    coded = encode_slabs(ctx, field, coded.blocks);
+class Slabs final : public PreparedChain {
+ public:
+  Slabs(const StageContext& ctx, const Buffer& field, uint64_t capacity)
+      : field_(field),
+        values_(ctx.dims.count()),
+        predict_(field.data(), ctx.dtype, ctx.dims, ctx.stream),
+        pack_(std::in_place, 2 * values_, ctx.stream, capacity),
+        rows_(lorenzo::tile_rows(ctx.dims)),
+        slab_rows_(rows_per_slab(ctx, rows_)) {
+    const uint64_t window_bytes = 2 * (std::min(values_, slab_rows_ * rows_.values_per_row) + chunk_values);
+    windows_[0] = Buffer::device(window_bytes, ctx.stream);
+    windows_[1] = second_window(slab_rows_, rows_, window_bytes, ctx.stream);
   }
-  return coded.outputs;
+
+  std::vector<Buffer> encode(const StageContext& ctx) override {
+    const uint64_t most = shuffle_pack::DeviceEncoder::max_capacity(2 * values_);
+    unsigned long long totals[4];
+    Buffer stream = code(ctx, totals);
+    if (stream.size() > 0) return {predict_.outliers(ctx.quant, {totals[0], totals[1]}), stream};
+    const uint64_t blocks = shuffle_pack::DeviceEncoder::blocks(totals + 2);
+    if (blocks > most) return {};
+    pack_.reset();  // its scratch goes before the exact one is taken
+    trace::mark("lorenzo-pack: blocks outgrew the scratch, coding again");
+    return Slabs(ctx, field_, blocks).encode(ctx);
+  }
+
+ private:
+  static constexpr uint64_t chunk_values = shuffle_pack::DeviceEncoder::chunk_bytes / 2;
+
+  // Codes every slab; the stream, or none when its blocks outgrew the scratch.
+  Buffer code(const StageContext& ctx, unsigned long long totals[4]) {
+    SideStream side(ctx.stream);  // each pack first waits for the main stream (state zeroed there too)
+    cudaEvent_t window_read[2] = {nullptr, nullptr};  // the last pack that read each window
+    int current = 0;
+    uint64_t window_first = 0, next_chunk = 0;  // the window holds codes from window_first on
+    for (uint64_t row = 0; row < rows_.count; row += slab_rows_) {
+      const uint64_t end_row = std::min(rows_.count, row + slab_rows_);
+      const uint64_t end_value = std::min(values_, end_row * rows_.values_per_row);
+      uint8_t* window = windows_[current].data();
+      side.wait(ctx.stream, window_read[current]);
+      predict_.encode_rows(ctx.quant, row, end_row, reinterpret_cast<uint16_t*>(window), window_first);
+      const bool last = end_row == rows_.count;
+      const uint64_t end_chunk = last ? pack_->chunks() : end_value / chunk_values;
+      if (end_chunk == next_chunk) continue;  // no chunk complete yet: the next slab adds to this window
+      side.wait(side.get(), side.record(ctx.stream));
+      shuffle_pack::Carry carry;
+      if (!last) {
+        carry.from = 2 * (end_chunk * chunk_values - window_first);
+        carry.bytes = 2 * (end_value - end_chunk * chunk_values);
+        carry.to = windows_[1 - current].data();
+      }
+      pack_->encode_chunks(next_chunk, end_chunk, window, carry, side.get());
+      window_read[current] = side.record(side.get());
+      current = 1 - current;
+      window_first = end_chunk * chunk_values;
+      next_chunk = end_chunk;
+    }
+    side.join();
+    trace::mark("lorenzo-pack: slabs queued");
+    // Host work before the host waits, while the last packs run: the windows go back to the
+    // pool (stream-ordered after the packs), the stream's head is assembled from the totals on
+    // the device, and both stages' totals are gathered for one read.
+    windows_[0] = windows_[1] = Buffer();
+    pack_->assemble();
+    Buffer device_totals = Buffer::device(4 * sizeof(uint64_t), ctx.stream);
+    copy_bytes_async(device_totals.data(), Location::device, predict_.totals(), Location::device, 16, ctx.stream);
+    copy_bytes_async(device_totals.data() + 16, Location::device, pack_->totals(), Location::device, 16, ctx.stream);
+    copy_bytes(totals, Location::host, device_totals.data(), Location::device, 4 * sizeof(uint64_t), ctx.stream);
+    trace::mark("lorenzo-pack: totals read");
+    return pack_->finish(totals + 2);
+  }
+
+  Buffer field_;
+  uint64_t values_;
+  lorenzo::DeviceEncoder predict_;
+  std::optional<shuffle_pack::DeviceEncoder> pack_;
+  lorenzo::TileRows rows_;
+  uint64_t slab_rows_;
+  Buffer windows_[2];
+};
+
+std::unique_ptr<PreparedChain> LorenzoPack::prepare(const StageContext& ctx, const Buffer& field) const {
+  if (ctx.dims.count() == 0) return std::make_unique<Declined>();
+  return std::make_unique<Slabs>(ctx, field, shuffle_pack::DeviceEncoder::max_capacity(2 * ctx.dims.count()) / 2);
 }
 
 // Slab k's codes are expanded on the side stream into codes window k % 2 while the main
@@ -259,7 +282,7 @@ void LorenzoPack::decode(const StageContext& ctx, const std::vector<Buffer>& out
 
 #else
 
-std::vector<Buffer> LorenzoPack::encode(const StageContext&, const Buffer&) const {
+std::unique_ptr<PreparedChain> LorenzoPack::prepare(const StageContext&, const Buffer&) const {
   fail(ErrorCode::unsupported, "the fused lorenzo chain needs CUDA");
 }
 void LorenzoPack::decode(const StageContext&, const std::vector<Buffer>&, Buffer&) const {

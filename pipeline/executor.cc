@@ -130,6 +130,7 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
 
   double min = 0, max = 0;
   Buffer input;
+  std::unique_ptr<PreparedChain> prepared;  // for the chain at node 0, set up early
   timer.start();
   if (field.where == Location::host && ctx.device == Device::cuda) {
     input = upload_with_range(field, ctx.stream, &min, &max);
@@ -141,8 +142,12 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
     if (is_float(field.dtype)) {
       timer.start();
 #ifdef FZG_HAVE_CUDA
-      if (input.on_device()) finite_range_device(input.data(), field.dtype, field.dims.count(), &min, &max, ctx.stream);
-      else
+      if (input.on_device()) {
+        DeviceRange range(input.data(), field.dtype, field.dims.count(), ctx.stream);
+        // The chain that reads the field is set up while the device reduces the range.
+        if (const ChainFusion* chain = find_chain_starting(graph, 0, ctx.device)) prepared = chain->prepare(ctx, input);
+        range.result(&min, &max);
+      } else
 #endif
         finite_range(input.data(), field.dtype, field.dims.count(), &min, &max);
       time_step(options.stage_times, "value range", timer);
@@ -172,7 +177,8 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
     }
     if (const ChainFusion* chain = find_chain_starting(graph, i, ctx.device)) {
       timer.start();
-      std::vector<Buffer> outputs = chain->encode(ctx, inputs[0]);
+      std::unique_ptr<PreparedChain> run = i == 0 && prepared ? std::move(prepared) : chain->prepare(ctx, inputs[0]);
+      std::vector<Buffer> outputs = run->encode(ctx);
       if (!outputs.empty()) {
         time_step(options.stage_times, chain_name(graph, i, chain->length()) + " encode", timer);
         const std::vector<uint64_t> sizes = chain->input_sizes(ctx);

@@ -56,14 +56,12 @@ void report(const Range<T>& r, double* min, double* max) {
   *min = lo + 0.0, *max = hi + 0.0;
 }
 
-template <typename T>
-void reduce_range(const T* data, uint64_t count, double* min, double* max, cudaStream_t stream) {
-  Buffer result = Buffer::device(sizeof(Range<T>), stream), temp;
-  reduce_into(data, count, result.as<Range<T>>(), temp, stream);
-  Range<T> r;
-  FZG_CUDA_CHECK(cudaMemcpyAsync(&r, result.data(), sizeof r, cudaMemcpyDeviceToHost, stream));
-  FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
-  report(r, min, max);
+// Calls f(T{}) for a floating-point type.
+template <typename F>
+void typed(DType type, F f) {
+  if (type == DType::f32) f(float{});
+  else if (type == DType::f64) f(double{});
+  else fail(ErrorCode::invalid_argument, "value range: f32 or f64 only");
 }
 
 template <typename T>
@@ -97,9 +95,7 @@ struct ArrivingRange::State {
   }
   template <typename F>
   void typed(F f) {
-    if (type == DType::f32) f(float{});
-    else if (type == DType::f64) f(double{});
-    else fail(ErrorCode::invalid_argument, "value range: f32 or f64 only");
+    fzg::typed(type, f);
   }
 };
 
@@ -140,10 +136,27 @@ void ArrivingRange::result(double* min, double* max) {
   });
 }
 
+DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream)
+    : type_(type), stream_(stream) {
+  typed(type, [&](auto zero) {
+    using T = decltype(zero);
+    range_ = Buffer::device(sizeof(Range<T>), stream);
+    reduce_into(static_cast<const T*>(data), count, range_.as<Range<T>>(), temp_, stream);
+  });
+}
+
+void DeviceRange::result(double* min, double* max) {
+  typed(type_, [&](auto zero) {
+    using T = decltype(zero);
+    Range<T> r;
+    FZG_CUDA_CHECK(cudaMemcpyAsync(&r, range_.data(), sizeof r, cudaMemcpyDeviceToHost, stream_));
+    FZG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    report(r, min, max);
+  });
+}
+
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream) {
-  if (type == DType::f32) return reduce_range(static_cast<const float*>(data), count, min, max, stream);
-  if (type == DType::f64) return reduce_range(static_cast<const double*>(data), count, min, max, stream);
-  fail(ErrorCode::invalid_argument, "value range: f32 or f64 only");
+  DeviceRange(data, type, count, stream).result(min, max);
 }
 
 }  // namespace fzg

@@ -59,6 +59,19 @@ void finite_range(const void* data, DType type, uint64_t count, double* min, dou
 // The same on device data, stream-ordered on `stream` (waits for the result).
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream);
 
+// The same, queued on `stream` at construction; result() waits for it, so that the host can
+// do other work meanwhile.
+class DeviceRange {
+ public:
+  DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream);
+  void result(double* min, double* max);
+
+ private:
+  DType type_;
+  cudaStream_t stream_;
+  Buffer range_, temp_;
+};
+
 // The same on device data that arrives in pieces on `stream` (an upload): add() reduces a
 // piece on a stream of its own once the work queued on `stream` so far is done, so the
 // reductions run beside the copies of the later pieces; result() waits for them all.

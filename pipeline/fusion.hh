@@ -4,6 +4,7 @@
 // find_fusion() and falls back to the stages themselves when none applies.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "pipeline/graph.hh"
@@ -25,6 +26,16 @@ class Fusion {
 // The fusion for this pair on this device, or nullptr.
 const Fusion* find_fusion(const GraphNode& first, const GraphNode& second, Device device);
 
+// A chain set up for one field: what needs no quantization (buffers, zeroed state) is done,
+// so that the host does it while the device still reduces the field's value range.
+class PreparedChain {
+ public:
+  virtual ~PreparedChain() = default;
+  // The outputs, or nothing when the chain declines (for data whose stream would not fit
+  // its scratch, or that a node would store raw). ctx.quant is final by now.
+  virtual std::vector<Buffer> encode(const StageContext& ctx) = 0;
+};
+
 // A chain: a predictor and the lossless stages after it, run a slab of the field at a time so
 // that no intermediate ever exists whole (the device holds the field, one slab's
 // intermediates and the streams). It covers the graph's nodes [first, first + length()),
@@ -41,9 +52,8 @@ class ChainFusion {
   virtual std::vector<PortRef> outputs(size_t first) const = 0;
   // Each node's input size, as the nodes run in turn would record it.
   virtual std::vector<uint64_t> input_sizes(const StageContext& ctx) const = 0;
-  // The outputs, or nothing when the chain declines (for data whose stream would not fit
-  // its scratch, or that a node would store raw).
-  virtual std::vector<Buffer> encode(const StageContext& ctx, const Buffer& field) const = 0;
+  // Set up to encode `field`; ctx.quant may not be known yet. The field must stay as it is.
+  virtual std::unique_ptr<PreparedChain> prepare(const StageContext& ctx, const Buffer& field) const = 0;
   // Decodes into `field` (the whole field's bytes, on the device or the host): a chain
   // decoding to the host moves each slab off the device while the next is decoded, so the
   // device never holds the whole field.

@@ -608,9 +608,8 @@ TileRows tile_rows(const Dims& dims) {
   }
 }
 
-DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, const Quantization& quant,
-                             cudaStream_t stream)
-    : field_(field), type_(type), grid_(dims), quant_(quant), stream_(stream) {
+DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream)
+    : field_(field), type_(type), grid_(dims), stream_(stream) {
   if (grid_.tile_count() >= (uint64_t(1) << 32)) fail(ErrorCode::invalid_argument, "field has too many tiles");
   counts_ = Buffer::device(sizeof(OutlierCounts) + grid_.tile_count() * sizeof(uint32_t), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, sizeof(OutlierCounts), stream));
@@ -618,7 +617,8 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, co
 
 const OutlierCounts* DeviceEncoder::totals() const { return counts_.as<OutlierCounts>(); }
 
-void DeviceEncoder::encode_rows(uint64_t first_row, uint64_t end_row, uint16_t* window, uint64_t window_first) {
+void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
+                                uint64_t window_first) {
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
   auto* tile_counts = reinterpret_cast<uint32_t*>(totals + 2);
@@ -627,12 +627,12 @@ void DeviceEncoder::encode_rows(uint64_t first_row, uint64_t end_row, uint16_t* 
     using T = decltype(zero);
     using S = decltype(shape);
     launch_on_tiles(encode_kernel<T, S::x, S::y, S::z>, g, stream_, static_cast<const T*>(field_), g,
-                    constants_of<T>(quant_), window, tile_counts, totals);
+                    constants_of<T>(quant), window, tile_counts, totals);
   });
   trace::mark("lorenzo: encode queued");
 }
 
-Buffer DeviceEncoder::outliers(OutlierCounts total) {
+Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
   Buffer stream_buffer = Buffer::device(outlier_stream_size(total, type_), stream_);
   write_counts_kernel<<<1, 1, 0, stream_>>>(stream_buffer.as<uint64_t>(), total.escapes, total.exacts);
   FZG_CUDA_CHECK_LAUNCH();
@@ -652,7 +652,7 @@ Buffer DeviceEncoder::outliers(OutlierCounts total) {
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
     const Grid g = device_grid(grid_);
     launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z>, g, stream_, static_cast<const T*>(field_), g,
-                    constants_of<T>(quant_), tile_counts, offsets.as<CountPair>(), out);
+                    constants_of<T>(quant), tile_counts, offsets.as<CountPair>(), out);
   });
   return stream_buffer;
 }
@@ -713,11 +713,11 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    cudaStream_t stream) {
-  DeviceEncoder encoder(field, type, dims, quant, stream);
-  encoder.encode_rows(0, tile_rows(dims).count, codes, 0);
+  DeviceEncoder encoder(field, type, dims, stream);
+  encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
   const OutlierCounts totals = read_back(encoder.totals(), stream);
   trace::mark("lorenzo: outlier totals read");
-  return encoder.outliers(totals);
+  return encoder.outliers(quant, totals);
 }
 
 void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,

@@ -81,20 +81,22 @@ struct TileRows {
 };
 TileRows tile_rows(const Dims& dims);
 
+// Made before the quantization is known (its state is zeroed on the stream at once), so that
+// a chain can be set up while the field's value range is still being reduced.
 class DeviceEncoder {
  public:
-  DeviceEncoder(const void* field, DType type, const Dims& dims, const Quantization& quant, cudaStream_t stream);
-  void encode_rows(uint64_t first_row, uint64_t end_row, uint16_t* window, uint64_t window_first);
+  DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream);
+  void encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
+                   uint64_t window_first);
   // Device address of the field's outlier counts, complete once every row is encoded.
   const OutlierCounts* totals() const;
   // The outlier stream, once the caller has read the totals back.
-  Buffer outliers(OutlierCounts totals);
+  Buffer outliers(const Quantization& quant, OutlierCounts totals);
 
  private:
   const void* field_;
   DType type_;
   TileGrid grid_;
-  Quantization quant_;
   cudaStream_t stream_;
   Buffer counts_;  // the totals, then each tile's packed escape and exact counts
 };
