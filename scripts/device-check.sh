@@ -84,7 +84,7 @@ if ref:
     print("100 M turbulent f32, rel 1e-3    compress GB/s  decompress GB/s   ratio  bound")
     over = e.get("violations", "?")
     err = e.get("max_abs_error", 0) / e["absolute_bound"] if e.get("absolute_bound") else float("nan")
-    print(f"  fzg (this run)                  {c:>10.1f}      {d:>10.1f}   {r['ratio']:>7.2f}  {over} points over, max error {err:.4f} of it")
+    print(f"  fzg (this run)                  {c:>10.1f}      {d:>10.1f}   {r['ratio']:>7.2f}  {over} points over, max error {err:.5f} of it")
     print(f"  target                          {'>= 500':>10}      {'>= 600':>10}   {'CPU':>7}  strict"
           f"   -> {'met' if c >= 500 and d >= 600 else 'NOT met'}")
     print(f"  FZ-GPU (quoted)                 {315:>10}      {255:>10}   {4.77:>7.2f}  no outlier path")
@@ -97,7 +97,7 @@ if real:
     print("real fields, rel 1e-3            fzg ratio  FZ-GPU format  points over  max error / bound")
     for n, e in real:
         print(f"  {n:30} {e['ratio']:>9.2f}  {e['fzgpu_format_ratio']:>13.2f}  {e['violations']:>11}"
-              f"  {e['max_abs_error'] / e['absolute_bound']:>17.4f}")
+              f"  {e['max_abs_error'] / e['absolute_bound']:>17.5f}")
 PY
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$out" .
