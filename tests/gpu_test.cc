@@ -340,22 +340,36 @@ TEST(Gpu, ChainSlabsOfAnySizeWriteTheCpuFile) {
   }
 }
 
-// Codes too dense for the chain's scratch (noise under a tight bound): the chain declines, the
-// stages run in turn, and the file is still the CPU's.
-TEST(Gpu, IncompressibleCodesLeaveTheChainToTheStages) {
-  FZG_REQUIRE_GPU();
-  const Dims d = Dims::make({96, 64, 40});
-  const Buffer host = testing::host_buffer(testing::make_values<float>(testing::Hazard::noise, d.count()));
-  const FieldRef field{host.data(), Location::host, DType::f32, d};
+// A noise field compressed at a relative bound on the CPU and on the GPU, and whether the GPU
+// ran the chain.
+struct NoiseFiles {
+  Dims dims = Dims::make({96, 64, 40});
+  Buffer cpu_file, gpu_file;
+  bool chain_ran = false;
+};
+NoiseFiles compress_noise(double rel) {
+  NoiseFiles out;
+  const Buffer host = testing::host_buffer(testing::make_values<float>(testing::Hazard::noise, out.dims.count()));
+  const FieldRef field{host.data(), Location::host, DType::f32, out.dims};
   CompressOptions on_cpu;
-  on_cpu.bound = {ErrorMode::rel, 1e-4};
+  on_cpu.bound = {ErrorMode::rel, rel};
   std::vector<StageTime> times;
   CompressOptions on_gpu = on_cpu;
   on_gpu.device = Device::cuda;
   on_gpu.stage_times = &times;
-  const Buffer cpu_file = compress(Graph::default_fz(), field, on_cpu);
-  const Buffer gpu_file = compress(Graph::default_fz(), field, on_gpu);
-  EXPECT_FALSE(ran(times, "predict+shuffle+pack encode"));
+  out.cpu_file = compress(Graph::default_fz(), field, on_cpu);
+  out.gpu_file = compress(Graph::default_fz(), field, on_gpu);
+  out.chain_ran = ran(times, "predict+shuffle+pack encode");
+  return out;
+}
+
+// Codes too dense for the chain's scratch (noise under a tight bound): the chain declines, the
+// stages run in turn, and the file is still the CPU's.
+TEST(Gpu, IncompressibleCodesLeaveTheChainToTheStages) {
+  FZG_REQUIRE_GPU();
+  const NoiseFiles f = compress_noise(1e-4);
+  const Buffer &cpu_file = f.cpu_file, &gpu_file = f.gpu_file;
+  EXPECT_FALSE(f.chain_ran);
   ASSERT_EQ(gpu_file.size(), cpu_file.size());
   EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
   DecompressOptions back;
@@ -370,21 +384,12 @@ TEST(Gpu, IncompressibleCodesLeaveTheChainToTheStages) {
 // exact size, still by the chain, and the file is still the CPU's.
 TEST(Gpu, StreamsOutgrowingTheGuessAreCodedAgainByTheChain) {
   FZG_REQUIRE_GPU();
-  const Dims d = Dims::make({96, 64, 40});
-  const Buffer host = testing::host_buffer(testing::make_values<float>(testing::Hazard::noise, d.count()));
-  const FieldRef field{host.data(), Location::host, DType::f32, d};
-  CompressOptions on_cpu;
-  on_cpu.bound = {ErrorMode::rel, 1e-1};
-  std::vector<StageTime> times;
-  CompressOptions on_gpu = on_cpu;
-  on_gpu.device = Device::cuda;
-  on_gpu.stage_times = &times;
-  const Buffer cpu_file = compress(Graph::default_fz(), field, on_cpu);
-  const Buffer gpu_file = compress(Graph::default_fz(), field, on_gpu);
-  EXPECT_TRUE(ran(times, "predict+shuffle+pack encode"));
+  const NoiseFiles f = compress_noise(1e-1);
+  const Buffer &cpu_file = f.cpu_file, &gpu_file = f.gpu_file;
+  EXPECT_TRUE(f.chain_ran);
   // More blocks than the first scratch held: the stream, less its most flag words and group
   // bits (a word per 32 codes, and per 1024), is past a quarter of the codes.
-  const uint64_t codes_bytes = 2 * d.count();
+  const uint64_t codes_bytes = 2 * f.dims.count();
   const Container c = inspect(cpu_file);
   ASSERT_GT(c.streams[0].size, codes_bytes / 4 + codes_bytes / 32 + codes_bytes / 1024 + 8);
   ASSERT_EQ(gpu_file.size(), cpu_file.size());
