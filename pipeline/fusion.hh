@@ -32,7 +32,8 @@ class PreparedChain {
  public:
   virtual ~PreparedChain() = default;
   // The outputs, or nothing when the chain declines (for data whose stream would not fit
-  // its scratch, or that a node would store raw). ctx.quant is final by now.
+  // its scratch, or that a node would store raw). ctx.quant is final by now. Called once:
+  // the chain gives its buffers back on the way.
   virtual std::vector<Buffer> encode(const StageContext& ctx) = 0;
 };
 
