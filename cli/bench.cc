@@ -57,6 +57,23 @@ double median_ms(Device device, cudaStream_t stream, int warmup, int repeat, Wor
   return median(ms);
 }
 
+// Peak device memory while `work` runs, beyond what was held when it began (the field, a file).
+template <typename Work>
+uint64_t peak_during(Work work) {
+  reset_device_memory_peak();
+  const size_t before = device_memory_stats().current_bytes;
+  work();
+  return device_memory_stats().peak_bytes - before;
+}
+
+// The timeline of one call of `work`, to stderr (--trace).
+template <typename Work>
+void print_timeline(Device device, const char* what, const std::string& dims, Work work) {
+  trace::open(device, nullptr);
+  work();
+  std::fprintf(stderr, "%s timeline, %s:\n%s", what, dims.c_str(), trace::close().c_str());
+}
+
 struct Row {
   std::string field, dims;
   uint64_t values = 0, bytes = 0, file_bytes = 0;
@@ -123,17 +140,12 @@ int run_bench(const BenchArgs& a) {
     dopt.output = resident;
     dopt.slab_values = a.slab_values;
 
-    // Peak device memory of a call, beyond what was resident before it (the field, a file).
-    reset_device_memory_peak();
-    size_t resident_before = device_memory_stats().current_bytes;
-    Buffer file = compress(graph, field, copt);
-    row.peak_compress = device_memory_stats().peak_bytes - resident_before;
+    Buffer file;
+    Decompressed out;
+    row.peak_compress = peak_during([&] { file = compress(graph, field, copt); });
     row.file_bytes = file.size();
     const double kc = median_ms(device, nullptr, a.warmup, a.repeat, [&] { file = compress(graph, field, copt); });
-    reset_device_memory_peak();
-    resident_before = device_memory_stats().current_bytes;
-    Decompressed out = decompress(file, dopt);
-    row.peak_decompress = device_memory_stats().peak_bytes - resident_before;
+    row.peak_decompress = peak_during([&] { out = decompress(file, dopt); });
     const double kd = median_ms(device, nullptr, a.warmup, a.repeat, [&] { out = decompress(file, dopt); });
     row.kc_gbps = double(row.bytes) / (kc * 1e6);
     row.kd_gbps = double(row.bytes) / (kd * 1e6);
@@ -144,12 +156,8 @@ int run_bench(const BenchArgs& a) {
     decompress(file, dopt);
     dopt.stage_times = nullptr;
     if (a.trace) {
-      trace::open(device, nullptr);
-      compress(graph, field, copt);
-      std::fprintf(stderr, "compress timeline, %s:\n%s", row.dims.c_str(), trace::close().c_str());
-      trace::open(device, nullptr);
-      out = decompress(file, dopt);
-      std::fprintf(stderr, "decompress timeline, %s:\n%s", row.dims.c_str(), trace::close().c_str());
+      print_timeline(device, "compress", row.dims, [&] { compress(graph, field, copt); });
+      print_timeline(device, "decompress", row.dims, [&] { out = decompress(file, dopt); });
     }
     out = Decompressed();
 
@@ -159,25 +167,15 @@ int run_bench(const BenchArgs& a) {
     DecompressOptions hd = dopt;
     hd.output = Location::host;
     Buffer host_file;
-    reset_device_memory_peak();
-    resident_before = device_memory_stats().current_bytes;
-    host_file = compress(graph, host_field, hc);
-    row.peak_e2e_compress = device_memory_stats().peak_bytes - resident_before;
-    reset_device_memory_peak();
-    resident_before = device_memory_stats().current_bytes;
-    out = decompress(host_file, hd);
-    row.peak_e2e_decompress = device_memory_stats().peak_bytes - resident_before;
+    row.peak_e2e_compress = peak_during([&] { host_file = compress(graph, host_field, hc); });
+    row.peak_e2e_decompress = peak_during([&] { out = decompress(host_file, hd); });
     out = Decompressed();
     const int e2e_repeat = std::max(3, a.repeat / 4);
     const double ec = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] { host_file = compress(graph, host_field, hc); });
     const double ed = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] { out = decompress(host_file, hd); });
     if (a.trace) {
-      trace::open(device, nullptr);
-      host_file = compress(graph, host_field, hc);
-      std::fprintf(stderr, "end-to-end compress timeline, %s:\n%s", row.dims.c_str(), trace::close().c_str());
-      trace::open(device, nullptr);
-      out = decompress(host_file, hd);
-      std::fprintf(stderr, "end-to-end decompress timeline, %s:\n%s", row.dims.c_str(), trace::close().c_str());
+      print_timeline(device, "end-to-end compress", row.dims, [&] { host_file = compress(graph, host_field, hc); });
+      print_timeline(device, "end-to-end decompress", row.dims, [&] { out = decompress(host_file, hd); });
     }
     // Into the caller's array: its pages are faulted in once, not on every call.
     Buffer reused = Buffer::host(row.bytes);
