@@ -238,6 +238,7 @@ struct StagedDownload::State {
   size_t waiting_bytes = 0;
 
   explicit State(cudaStream_t s) : stream(s) { staging_buffers(staging_chunk, bounce, moved); }
+  // The chunk in flight, onto the host.
   void drain() {
     if (!waiting) return;
     event_wait(moved[1 - next]);
@@ -269,14 +270,10 @@ void StagedDownload::add(void* host_dst, const void* device_src, size_t size_byt
     bytes = to_boundary(static_cast<uint8_t*>(host_dst) + at, staging_chunk, size_bytes - at);
     copy_async(s.bounce[s.next], static_cast<const uint8_t*>(device_src) + at, bytes, s.stream);
     event_record(s.moved[s.next], s.stream);
-    s.next = 1 - s.next;
-    // The chunk before this one: it was in the buffer just refilled's partner.
-    if (s.waiting) {
-      event_wait(s.moved[s.next]);
-      parallel_memcpy(s.waiting, s.bounce[s.next], s.waiting_bytes);
-    }
+    s.drain();  // the chunk before this one, in the other buffer, while this one moves
     s.waiting = static_cast<uint8_t*>(host_dst) + at;
     s.waiting_bytes = bytes;
+    s.next = 1 - s.next;
   }
   trace::mark("staged download: all but the last chunk on the host");
   // The range's last chunk has left the device once its event fires.
