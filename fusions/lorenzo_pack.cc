@@ -10,6 +10,7 @@
 #include "pipeline/error.hh"
 #ifdef FZG_HAVE_CUDA
 #include "pipeline/cuda_check.cuh"
+#include "pipeline/launch.cuh"
 #endif
 #include "pipeline/timer.hh"
 #include "predictors/lorenzo/lorenzo.hh"
@@ -83,23 +84,23 @@ Buffer second_window(uint64_t slab_rows, const lorenzo::TileRows& rows, uint64_t
 
 // A second stream for the packing: a slab's pack runs beside the next slab's Lorenzo, so that
 // neither kernel's ramp and tail leave the GPU idle. Events order them (see encode). The
-// stream and events are the calling thread's, made on the device current at its first call.
+// streams and events are the calling thread's, made on the device current at its first call.
 class SideStream {
  public:
   explicit SideStream(cudaStream_t main) : main_(main) {}
-  cudaStream_t get() const { return pool().side; }
+  cudaStream_t get() const { return thread_stream(0); }
   // A third stream, for copies off the device: they wait for no kernel but the one they copy from.
-  cudaStream_t copies() const { return pool().copies; }
+  cudaStream_t copies() const { return thread_stream(1); }
   // An event marking the work queued so far on `stream`. Events are the thread's, reused by
   // its later calls: re-recording one leaves the waits already queued on it unchanged.
   cudaEvent_t record(cudaStream_t stream) {
-    Pool& p = pool();
-    if (used_ == p.events.size()) {
+    static thread_local std::vector<cudaEvent_t> events;
+    if (used_ == events.size()) {
       cudaEvent_t e = nullptr;
       FZG_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      p.events.push_back(e);
+      events.push_back(e);
     }
-    cudaEvent_t e = p.events[used_++];
+    cudaEvent_t e = events[used_++];
     FZG_CUDA_CHECK(cudaEventRecord(e, stream));
     return e;
   }
@@ -107,21 +108,9 @@ class SideStream {
     if (e) FZG_CUDA_CHECK(cudaStreamWaitEvent(stream, e, 0));
   }
   // The main stream waits for everything queued on the side stream.
-  void join() { wait(main_, record(pool().side)); }
+  void join() { wait(main_, record(get())); }
 
  private:
-  struct Pool {
-    cudaStream_t side = nullptr, copies = nullptr;
-    std::vector<cudaEvent_t> events;
-    Pool() {
-      FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-      FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
-    }
-  };
-  static Pool& pool() {
-    static thread_local Pool p;
-    return p;
-  }
   cudaStream_t main_;
   size_t used_ = 0;
 };

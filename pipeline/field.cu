@@ -8,6 +8,7 @@
 
 #include "pipeline/buffer.hh"
 #include "pipeline/cuda_check.cuh"
+#include "pipeline/launch.cuh"
 #include "pipeline/field.hh"
 
 namespace fzg {
@@ -64,26 +65,27 @@ void typed(DType type, F f) {
   else fail(ErrorCode::invalid_argument, "value range: f32 or f64 only");
 }
 
+// The range the device holds at `range` (a Range of the type's elements), read back.
+void read_range(DType type, const Buffer& range, cudaStream_t stream, double* min, double* max) {
+  typed(type, [&](auto zero) {
+    Range<decltype(zero)> r;
+    FZG_CUDA_CHECK(cudaMemcpyAsync(&r, range.data(), sizeof r, cudaMemcpyDeviceToHost, stream));
+    FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    report(r, min, max);
+  });
+}
+
 template <typename T>
 __global__ void widen_kernel(Range<T>* total, const Range<T>* piece) {
   *total = Widen<T>{}(*total, *piece);
 }
 
-// The calling thread's stream for reductions beside an upload (made at its first use).
-cudaStream_t reduction_stream() {
-  struct Owned {
-    cudaStream_t stream = nullptr;
-    Owned() { FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)); }
-  };
-  static thread_local Owned owned;
-  return owned.stream;
-}
 }  // namespace
 
 // Both element types' state: the running total and the piece just reduced, side by side.
 struct ArrivingRange::State {
   DType type;
-  cudaStream_t arrivals, reductions = reduction_stream();
+  cudaStream_t arrivals, reductions = thread_stream(0);
   cudaEvent_t arrived = nullptr;
   Buffer ranges = Buffer::device(2 * sizeof(Range<double>), reductions), temp;
   State(DType t, cudaStream_t s) : type(t), arrivals(s) {
@@ -93,14 +95,10 @@ struct ArrivingRange::State {
     cudaStreamSynchronize(reductions);  // nothing of ours may still run when the buffers go
     cudaEventDestroy(arrived);
   }
-  template <typename F>
-  void typed(F f) {
-    fzg::typed(type, f);
-  }
 };
 
 ArrivingRange::ArrivingRange(DType type, cudaStream_t stream) : state_(std::make_unique<State>(type, stream)) {
-  state_->typed([&](auto zero) {
+  typed(type, [&](auto zero) {
     using T = decltype(zero);
     const Range<T> empty = empty_range<T>();
     FZG_CUDA_CHECK(cudaMemcpyAsync(state_->ranges.data(), &empty, sizeof empty, cudaMemcpyHostToDevice,
@@ -116,7 +114,7 @@ void ArrivingRange::add(const void* data, uint64_t count) {
   if (count == 0) return;
   FZG_CUDA_CHECK(cudaEventRecord(s.arrived, s.arrivals));
   FZG_CUDA_CHECK(cudaStreamWaitEvent(s.reductions, s.arrived, 0));
-  s.typed([&](auto zero) {
+  typed(s.type, [&](auto zero) {
     using T = decltype(zero);
     auto* total = s.ranges.as<Range<T>>();
     reduce_into(static_cast<const T*>(data), count, total + 1, s.temp, s.reductions);
@@ -126,14 +124,7 @@ void ArrivingRange::add(const void* data, uint64_t count) {
 }
 
 void ArrivingRange::result(double* min, double* max) {
-  State& s = *state_;
-  s.typed([&](auto zero) {
-    using T = decltype(zero);
-    Range<T> r;
-    FZG_CUDA_CHECK(cudaMemcpyAsync(&r, s.ranges.data(), sizeof r, cudaMemcpyDeviceToHost, s.reductions));
-    FZG_CUDA_CHECK(cudaStreamSynchronize(s.reductions));
-    report(r, min, max);
-  });
+  read_range(state_->type, state_->ranges, state_->reductions, min, max);
 }
 
 DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream)
@@ -145,15 +136,7 @@ DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStrea
   });
 }
 
-void DeviceRange::result(double* min, double* max) {
-  typed(type_, [&](auto zero) {
-    using T = decltype(zero);
-    Range<T> r;
-    FZG_CUDA_CHECK(cudaMemcpyAsync(&r, range_.data(), sizeof r, cudaMemcpyDeviceToHost, stream_));
-    FZG_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    report(r, min, max);
-  });
-}
+void DeviceRange::result(double* min, double* max) { read_range(type_, range_, stream_, min, max); }
 
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream) {
   DeviceRange(data, type, count, stream).result(min, max);

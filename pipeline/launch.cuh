@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "pipeline/cuda_check.cuh"
 
@@ -50,6 +51,18 @@ unsigned resident_grid(Kernel kernel, int block_threads, uint64_t work_items, ui
   const uint64_t needed = (work_items + items_per_block - 1) / items_per_block;
   const uint64_t resident = uint64_t(multiprocessor_count()) * resident_blocks_per_sm(kernel, block_threads);
   return unsigned(std::max<uint64_t>(1, std::min(needed, resident)));
+}
+
+// The calling thread's own non-blocking streams for work beside the caller's stream (0, 1,
+// ...): made at first use, on the device current then, and kept for the thread's life.
+inline cudaStream_t thread_stream(size_t index) {
+  static thread_local std::vector<cudaStream_t> streams;
+  while (streams.size() <= index) {
+    cudaStream_t s = nullptr;
+    FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    streams.push_back(s);
+  }
+  return streams[index];
 }
 
 // Reads a device value back to the host (a synchronization point, used where a size decides
