@@ -1,6 +1,7 @@
 #include "pipeline/checksum.hh"
 
 #include <cstring>
+#include <utility>
 
 #include "pipeline/error.hh"
 
@@ -11,7 +12,10 @@ namespace fzg {
 void checksum_terms_device(const uint8_t* data, size_t size_bytes, uint64_t* sum_on_device, cudaStream_t stream);
 #endif
 
-uint64_t checksum_host(const void* data, size_t size_bytes) {
+namespace {
+
+// The sum of the words' terms, without the length term.
+uint64_t checksum_terms_host(const void* data, size_t size_bytes) {
   const auto* bytes = static_cast<const uint8_t*>(data);
   const int64_t full_words = int64_t(size_bytes / 8);
   uint64_t sum = 0;
@@ -26,17 +30,26 @@ uint64_t checksum_host(const void* data, size_t size_bytes) {
     std::memcpy(&w, bytes + 8 * full_words, size_bytes % 8);
     sum += checksum_mix(w ^ (uint64_t(full_words) * checksum_salt));
   }
-  return sum + checksum_mix(uint64_t(size_bytes));
+  return sum;
 }
 
-PendingChecksums::PendingChecksums(const std::vector<Buffer>& buffers, cudaStream_t stream)
-    : sums_(buffers.size()), on_device_(buffers.size()), sizes_(buffers.size()), stream_(stream) {
+}  // namespace
+
+uint64_t checksum_host(const void* data, size_t size_bytes) {
+  return checksum_terms_host(data, size_bytes) + checksum_mix(uint64_t(size_bytes));
+}
+
+PendingChecksums::PendingChecksums(const std::vector<Buffer>& buffers, cudaStream_t stream,
+                                   std::vector<uint64_t> lengths)
+    : sums_(buffers.size()), on_device_(buffers.size()), sizes_(std::move(lengths)), stream_(stream) {
+  if (sizes_.empty())
+    for (const Buffer& b : buffers) sizes_.push_back(b.size());
+  if (sizes_.size() != buffers.size()) fail(ErrorCode::invalid_argument, "checksums: one length per buffer");
   bool any_on_device = false;
   for (size_t i = 0; i < buffers.size(); ++i) {
     on_device_[i] = buffers[i].on_device();
-    sizes_[i] = buffers[i].size();
     any_on_device = any_on_device || on_device_[i];
-    if (!on_device_[i]) sums_[i] = checksum_host(buffers[i].data(), buffers[i].size());
+    if (!on_device_[i]) sums_[i] = checksum_terms_host(buffers[i].data(), buffers[i].size()) + checksum_mix(sizes_[i]);
   }
   if (!any_on_device) return;
 #ifdef FZG_HAVE_CUDA

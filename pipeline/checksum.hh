@@ -26,9 +26,14 @@ uint64_t checksum_host(const void* data, size_t size_bytes);
 // Checksums of several buffers: host buffers are summed on the CPU at once, device buffers by
 // kernels launched on `stream` that run while the caller goes on; finish() waits for them
 // (one synchronization for all) and returns every sum.
+//
+// `lengths`, when given, are the sizes that go into the length terms, one per buffer, each at
+// most its buffer's size. A reader passes a stream's bytes with their padding to the next
+// 8-byte boundary and the stream's own size: its words then are those the writer summed when
+// the padding is zero, as it is in every valid file, and a flipped padding bit fails the sum.
 class PendingChecksums {
  public:
-  PendingChecksums(const std::vector<Buffer>& buffers, cudaStream_t stream);
+  PendingChecksums(const std::vector<Buffer>& buffers, cudaStream_t stream, std::vector<uint64_t> lengths = {});
   std::vector<uint64_t> finish();
 
  private:

@@ -112,13 +112,17 @@ void time_step(std::vector<StageTime>* times, const std::string& name, RegionTim
 
 Device default_device() { return cuda_available() ? Device::cuda : Device::cpu; }
 
-Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOptions& options) {
+namespace {
+
+// With `exactly`, the graph's lossless stages code the field's bytes (its predictor left out)
+// while the header still records the bound that was asked for.
+Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const CompressOptions& options, bool exactly) {
   check_device(options.device);
   const bool lossless = options.bound.mode == ErrorMode::lossless;
   if (!lossless && !is_float(field.dtype))
     fail(ErrorCode::invalid_argument, "type " + to_string(field.dtype) + " is only compressed with -m lossless");
   if (!field.data) fail(ErrorCode::invalid_argument, "no field data");
-  const Graph graph = lossless ? graph_in.without_predictor() : graph_in;
+  const Graph graph = lossless || exactly ? graph_in.without_predictor() : graph_in;
 
   StageContext ctx;
   ctx.device = options.device;
@@ -246,6 +250,19 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
   return file;
 }
 
+}  // namespace
+
+Buffer compress(const Graph& graph, const FieldRef& field, const CompressOptions& options) {
+  Buffer file = compress_as_given(graph, field, options, false);
+  // A bound so tight that the codes are mostly outliers (abs 1e-300) can make the lossy file
+  // larger than the field. Below ratio 2 the field's bytes are also coded without the
+  // predictor (exact, which meets any bound) and the smaller file is kept: the same choice on
+  // every backend, as both files are. The header keeps the bound that was asked for.
+  if (options.bound.mode == ErrorMode::lossless || 2 * file.size() <= field.size_bytes()) return file;
+  Buffer exact_file = compress_as_given(graph, field, options, true);
+  return exact_file.size() < file.size() ? exact_file : file;
+}
+
 Container inspect(const Buffer& file, cudaStream_t stream) {
   require_data(file.size() >= fixed_header_bytes, "file shorter than its header");
   if (!file.on_device())
@@ -329,11 +346,16 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
   // Streams already on the device are checksummed by kernels that run while the stages
   // decode (every decoder checks its own input, so damage cannot make it misbehave); the sums
   // are compared before anything is returned. Host streams are checked first, on the CPU.
-  std::vector<Buffer> views;
-  for (size_t s = 0; s < c.streams.size(); ++s)
-    views.push_back(Buffer::view(const_cast<uint8_t*>(source.data()) + c.stream_offsets[s], c.streams[s].size,
-                                 source.location()));
-  PendingChecksums pending(views, ctx.stream);
+  // Each stream is summed with its padding, which must be zero (see PendingChecksums).
+  std::vector<Buffer> views, padded_views;
+  std::vector<uint64_t> stream_sizes;
+  for (size_t s = 0; s < c.streams.size(); ++s) {
+    uint8_t* at = const_cast<uint8_t*>(source.data()) + c.stream_offsets[s];
+    views.push_back(Buffer::view(at, c.streams[s].size, source.location()));
+    padded_views.push_back(Buffer::view(at, padded8(c.streams[s].size), source.location()));
+    stream_sizes.push_back(c.streams[s].size);
+  }
+  PendingChecksums pending(padded_views, ctx.stream, stream_sizes);
   auto verify = [&](PendingChecksums& sums) {
     const std::vector<uint64_t> values = sums.finish();
     for (size_t s = 0; s < views.size(); ++s) require_data(values[s] == c.streams[s].checksum, "stream checksum mismatch");

@@ -106,14 +106,22 @@ Quantization resolve_quantization(const ErrorBound& request, DType type, double 
     fail(ErrorCode::invalid_argument, "the error bound must be a finite non-negative number");
   Quantization q;
   q.min = min, q.max = max;
+  // max - min overflows for a field spanning [-DBL_MAX, DBL_MAX]: its bound is then taken as
+  // the fraction of each end (every other field's bound keeps the bits of the usual product).
   const double range = max - min;
+  const bool range_finite = std::isfinite(range);
   switch (request.mode) {
     case ErrorMode::abs: q.error_bound = request.value; break;
-    case ErrorMode::rel: q.error_bound = request.value * range; break;
-    case ErrorMode::psnr:
-      // Errors uniform in [-eb, eb] have RMSE eb / sqrt(3): PSNR = 20 log10(range / RMSE).
-      q.error_bound = std::sqrt(3.0) * range * std::pow(10.0, -request.value / 20.0);
+    case ErrorMode::rel:
+      q.error_bound = range_finite ? request.value * range : request.value * max - request.value * min;
       break;
+    case ErrorMode::psnr: {
+      // Errors uniform in [-eb, eb] have RMSE eb / sqrt(3): PSNR = 20 log10(range / RMSE).
+      const double fraction = std::pow(10.0, -request.value / 20.0);
+      q.error_bound = range_finite ? std::sqrt(3.0) * range * fraction
+                                   : std::sqrt(3.0) * fraction * max - std::sqrt(3.0) * fraction * min;
+      break;
+    }
     case ErrorMode::lossless: q.error_bound = 0; break;
   }
   if (!(q.error_bound >= 0)) q.error_bound = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The device machine's whole check, in one call: configure for sm_90, build, run every test
 # with the GPU present, benchmark synthetic and real fields, and print a short table last.
-#   bash scripts/device-check.sh            (datasets from $FZG_DATASETS or .device-data/)
+#   bash scripts/device-check.sh   (datasets from $FZG_DATASETS or .device-data/, the shared
+#                                   tools from $FZG_TOOLS or .device-tools/: copies of ../shared)
 # Logs and JSON go to build-device/out; with $OUT set (the device tool brings it back) they are
 # also packed there as logs.tgz, beside summary.txt.
 set -uo pipefail
@@ -24,6 +25,11 @@ tests_rc=$?
 grep -E "tests passed|tests failed" "$out/ctest.log"
 grep -E "\(Failed\)|\(Timeout\)|\*\*\*" "$out/ctest.log" | head -20
 skipped=$(grep -c "(Skipped)" "$out/ctest.log")
+
+# The bound at +-FLT_MAX / +-DBL_MAX through the CLI on both backends, by the independent checker.
+bash scripts/extreme-bound-check.sh "$fzg" "${FZG_TOOLS:-$root/.device-tools}" >"$out/extreme.log" 2>&1
+extreme_rc=$?
+tail -1 "$out/extreme.log" | sed 's/^/extreme-value bound check: /'
 
 # Benchmarks: synthetic cubes at growing sizes, f32 and f64, then the real fields.
 bench() { "$fzg" bench --device cuda --repeat 20 --warmup 3 --json "$@"; }
@@ -48,7 +54,7 @@ done
   >"$out/eval_turbulent-100M.json" 2>>"$out/bench.err"
 
 echo
-echo "== fzg device check: tests exit $tests_rc, $skipped skipped ==" | tee "$out/summary.txt"
+echo "== fzg device check: tests exit $tests_rc, $skipped skipped; extreme-value bound check exit $extreme_rc ==" | tee "$out/summary.txt"
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import glob, json, os, sys
 out = sys.argv[1]
@@ -103,4 +109,4 @@ if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$out" .
   cp "$out/summary.txt" "$OUT/"
 fi
-exit $tests_rc
+[ $tests_rc -eq 0 ] && [ $extreme_rc -eq 0 ]

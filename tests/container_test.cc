@@ -123,5 +123,50 @@ TEST(Container, DamageBehindAValidChecksumIsStillCaught) {
   }
 }
 
+// The bytes between a stream's end and the next 8-byte boundary are zero in every valid file;
+// each of their bits flipped is a checksum mismatch, not a file accepted as it is.
+TEST(Container, FlippedPaddingBitIsAnError) {
+  const Buffer file = sample_file();
+  const Container c = inspect(file);
+  int padding_bits = 0;
+  for (size_t s = 0; s < c.streams.size(); ++s)
+    for (uint64_t at = c.stream_offsets[s] + c.streams[s].size; at < c.stream_offsets[s] + padded8(c.streams[s].size);
+         ++at)
+      for (int bit = 0; bit < 8; ++bit, ++padding_bits) {
+        Buffer bad = copy_of(file, file.size());
+        bad.data()[at] ^= uint8_t(1u << bit);
+        expect_error([&] { decompress(bad, {}); }, ErrorCode::corrupt_data, "stream checksum");
+      }
+  EXPECT_GT(padding_bits, 0) << "the sample file has no padded stream";
+}
+
+// The file with stream s replaced by `bytes` and a consistent checksum and stream table.
+Buffer with_stream(const Buffer& file, size_t s, const std::vector<uint8_t>& bytes) {
+  Container c = inspect(file);
+  std::vector<std::vector<uint8_t>> streams;
+  for (size_t k = 0; k < c.streams.size(); ++k)
+    streams.emplace_back(file.data() + c.stream_offsets[k], file.data() + c.stream_offsets[k] + c.streams[k].size);
+  streams[s] = bytes;
+  for (size_t k = 0; k < streams.size(); ++k) c.streams[k] = {streams[k].size(), checksum_host(streams[k].data(), streams[k].size())};
+  const std::vector<uint8_t> metadata = write_metadata(c);
+  Buffer out = Buffer::host(c.total_bytes);
+  std::memset(out.data(), 0, out.size());
+  std::memcpy(out.data(), metadata.data(), metadata.size());
+  for (size_t k = 0; k < streams.size(); ++k)
+    if (!streams[k].empty()) std::memcpy(out.data() + c.stream_offsets[k], streams[k].data(), streams[k].size());
+  return out;
+}
+
+// An empty stream with a valid checksum (once a null pointer handed to memcpy) is a clear
+// error for every stream of the file.
+TEST(Container, EmptyStreamWithAValidChecksumIsAnError) {
+  const Buffer file = sample_file();
+  const size_t streams = inspect(file).streams.size();
+  for (size_t s = 0; s < streams; ++s) {
+    SCOPED_TRACE("stream " + std::to_string(s));
+    expect_error([&] { decompress(with_stream(file, s, {}), {}); }, ErrorCode::corrupt_data, "");
+  }
+}
+
 }  // namespace
 }  // namespace fzg

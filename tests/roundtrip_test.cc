@@ -84,6 +84,64 @@ TEST(RoundTripBound, LosslessModeAcceptsIntegerTypes) {
   }
 }
 
+// At +-FLT_MAX, q*step may lie past the largest float and convert to inf: such points are
+// outliers, never accepted by the shortcut that skips the final check.
+template <typename T>
+void expect_bound_at_the_largest_values(DType type) {
+  const Graph graph = Graph::default_fz();
+  for (const testing::ExtremeField& f : testing::extreme_fields<T>()) {
+    const Dims dims = Dims::make(f.dims);
+    for (const ErrorBound& bound : testing::extreme_bounds(type)) {
+      SCOPED_TRACE(f.name + " " + to_string(bound.mode) + " " + std::to_string(bound.value));
+      CompressOptions options;
+      options.bound = bound;
+      const Buffer file = compress(graph, {f.bytes.data(), Location::host, type, dims}, options);
+      const Decompressed out = decompress(file, {});
+      ASSERT_EQ(out.data.size(), f.bytes.size());
+      const T* in = f.bytes.as<T>();
+      const double eb = testing::requested_bound(bound, in, dims.count(), out.header.quant.error_bound);
+      EXPECT_LE(out.header.quant.error_bound, std::nextafter(eb, INFINITY));  // the same product, maybe rounded apart
+      EXPECT_EQ(testing::count_lost_finites(in, out.data.as<T>(), dims.count()), 0u);
+      EXPECT_EQ(testing::count_violations(in, out.data.as<T>(), dims.count(), eb), 0u) << "bound " << eb;
+    }
+  }
+}
+
+TEST(RoundTripBound, FloatMaxNeverComesBackAsInfinity) { expect_bound_at_the_largest_values<float>(DType::f32); }
+TEST(RoundTripBound, DoubleMaxNeverComesBackAsInfinity) { expect_bound_at_the_largest_values<double>(DType::f64); }
+
+// The smallest case: [FLT_MAX, -FLT_MAX] at rel 1e-6 once decoded to [+inf, -inf].
+TEST(RoundTripBound, FloatMaxPairAtRel1em6IsExact) {
+  const std::vector<float> v = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()};
+  const Buffer b = testing::host_buffer(v);
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-6};
+  const Decompressed out =
+      decompress(compress(Graph::default_fz(), {b.data(), Location::host, DType::f32, Dims::make({2})}, options), {});
+  EXPECT_EQ(out.data.as<float>()[0], v[0]);
+  EXPECT_EQ(out.data.as<float>()[1], v[1]);
+}
+
+// A bound so tight that nearly every point is an outlier would expand the field (abs 1e-300:
+// 1.74 MB -> 5.22 MB); the field is then stored exactly, no larger than the lossless file,
+// through the graph without its predictor, and the header still says what was asked.
+TEST(RoundTripBound, HopelesslyTightBoundStoresTheFieldExactly) {
+  const Dims d = Dims::make({64, 64, 16});
+  const Buffer b = testing::host_buffer(testing::make_values<float>(testing::Hazard::noise, d.count()));
+  const FieldRef field{b.data(), Location::host, DType::f32, d};
+  CompressOptions tight, exact;
+  tight.bound = {ErrorMode::abs, 1e-300};
+  exact.bound = {ErrorMode::lossless, 0};
+  const Buffer file = compress(Graph::default_fz(), field, tight);
+  EXPECT_LE(file.size(), compress(Graph::default_fz(), field, exact).size());
+  EXPECT_LT(file.size(), b.size() + 1024);
+  EXPECT_EQ(inspect(file).graph_json.find("lorenzo"), std::string::npos);
+  const Decompressed out = decompress(file, {});
+  EXPECT_EQ(out.header.mode, ErrorMode::abs);
+  EXPECT_EQ(out.header.requested_bound, 1e-300);
+  EXPECT_EQ(std::memcmp(out.data.data(), b.data(), b.size()), 0);
+}
+
 TEST(RoundTripBound, LossyModeRejectsIntegerTypes) {
   Buffer b = Buffer::host(16);
   CompressOptions options;

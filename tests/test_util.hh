@@ -1,6 +1,7 @@
 // Helpers shared by the tests: fields with known hazards, the bound check (in double, no
 // slack), and the list of round-trip cases that both backends must agree on.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstdint>
@@ -124,6 +125,70 @@ inline std::vector<RoundTripCase> round_trip_cases() {
         cases.push_back({name, t, shape, h, b});
       }
   return cases;
+}
+
+// Fields at the edge of the type's range, where x' = q*step can round past the largest finite
+// value to inf: +-max as values and as fill values (a 360x180 SST-like field whose 3,600 land
+// points hold it), and values uniform in [max/2, max].
+struct ExtremeField {
+  std::string name;
+  std::vector<uint64_t> dims;
+  Buffer bytes;
+};
+
+template <typename T>
+std::vector<ExtremeField> extreme_fields() {
+  const T largest = std::numeric_limits<T>::max();
+  std::vector<ExtremeField> fields;
+  fields.push_back({"max_and_lowest", {2}, host_buffer(std::vector<T>{largest, -largest})});
+  for (const T fill : {largest, -largest}) {
+    std::vector<T> sst(360 * 180);
+    for (uint64_t y = 0; y < 180; ++y)
+      for (uint64_t x = 0; x < 360; ++x) {
+        const bool land = (x >= 100 && x < 160 && y >= 40 && y < 100);  // 60 x 60 = 3,600 points
+        sst[x + 360 * y] = land ? fill : T(271.0 + 30.0 * std::cos((double(y) - 90.0) / 60.0) + 0.3 * std::sin(x * 0.05));
+      }
+    fields.push_back({fill > 0 ? "sst_land_at_max" : "sst_land_at_lowest", {360, 180}, host_buffer(sst)});
+  }
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> upper(double(largest) / 2, double(largest));
+  std::vector<T> top(4099);
+  for (auto& v : top) v = T(upper(rng));
+  top[17] = largest;
+  fields.push_back({"upper_half_of_range", {4099}, host_buffer(top)});
+  return fields;
+}
+
+// The bounds that once broke those fields: 81 rel bounds from 1e-1 to 1e-9, absolute bounds
+// near the type's largest values, and PSNR targets.
+inline std::vector<ErrorBound> extreme_bounds(DType type) {
+  std::vector<ErrorBound> bounds;
+  for (int k = 0; k <= 80; ++k) bounds.push_back({ErrorMode::rel, std::pow(10.0, -1.0 - k / 10.0)});
+  const std::vector<double> absolute = type == DType::f32 ? std::vector<double>{1e35, 1e30, 1e37, 3e38}
+                                                          : std::vector<double>{1e300, 1e305, 1e290, 1e307};
+  for (double a : absolute) bounds.push_back({ErrorMode::abs, a});
+  for (double p : {20.0, 60.0, 120.0}) bounds.push_back({ErrorMode::psnr, p});
+  return bounds;
+}
+
+// The bound a request means for these values, computed apart from the library: a rel bound
+// in long double, where the range of [-DBL_MAX, DBL_MAX] does not overflow.
+template <typename T>
+double requested_bound(const ErrorBound& b, const T* values, uint64_t n, double stored_bound) {
+  if (b.mode == ErrorMode::abs) return b.value;
+  if (b.mode != ErrorMode::rel) return stored_bound;
+  long double lo = INFINITY, hi = -INFINITY;
+  for (uint64_t i = 0; i < n; ++i)
+    if (std::isfinite(values[i])) lo = std::min<long double>(lo, values[i]), hi = std::max<long double>(hi, values[i]);
+  return double(b.value * (hi - lo));
+}
+
+// Points whose value was finite and came back as +-inf or NaN.
+template <typename T>
+uint64_t count_lost_finites(const T* a, const T* b, uint64_t n) {
+  uint64_t lost = 0;
+  for (uint64_t i = 0; i < n; ++i) lost += std::isfinite(a[i]) && !std::isfinite(b[i]);
+  return lost;
 }
 
 // The field bytes of a case.

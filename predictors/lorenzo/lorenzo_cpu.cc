@@ -180,7 +180,7 @@ void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outlier
                 const Quantization& quant, void* field) {
   // The stream is copied so that its arrays are aligned whatever the container's offsets.
   std::vector<uint64_t> aligned((outliers_size + 7) / 8);
-  std::memcpy(aligned.data(), outliers, outliers_size);
+  if (outliers_size > 0) std::memcpy(aligned.data(), outliers, outliers_size);  // an empty stream has no data pointer
   const OutlierView view = parse_outliers(reinterpret_cast<const uint8_t*>(aligned.data()), outliers_size, type);
   validate_outlier_keys(view, TileGrid(dims));
   if (type == DType::f32) return decode_typed(codes, view, dims, quant, static_cast<float*>(field));

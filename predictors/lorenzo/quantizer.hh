@@ -12,6 +12,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "pipeline/portable.hh"
 
@@ -69,13 +70,17 @@ FZG_HOST_DEVICE bool prequantize(T value, double inverse_step, double step, doub
   return !(error <= error_bound);
 }
 
-// The shortcut for prequantize: for f64, x' = q*step exactly, so the bound itself; for f32,
-// the bound less twice the largest rounding (half an f32 ulp at max|x| + eb, where every finite
-// x and q*step lie), which also covers the double arithmetic's own rounding. -1 disables it.
+// The shortcut for prequantize: for f64, x' = q*step exactly, so the bound itself (a product
+// past DBL_MAX is inf, whose distance from x fails the shortcut); for f32, the bound less twice
+// the largest rounding (half an f32 ulp at max|x| + eb, where every finite x and q*step lie),
+// which also covers the double arithmetic's own rounding. Rounding is bounded only while no
+// q*step can round past FLT_MAX to inf: a field reaching that far is always checked fully.
+// -1 disables the shortcut.
 inline double acceptance_threshold(bool is_f32, double error_bound, double min, double max) {
   if (!is_f32) return error_bound;
   const double largest = std::fmax(std::fabs(min), std::fabs(max)) + error_bound;
   if (!(largest > 0) || !std::isfinite(largest)) return -1;
+  if (largest > double(std::numeric_limits<float>::max())) return -1;
   const double half_ulp = std::ldexp(1.0, std::ilogb(largest) - 24);
   const double threshold = error_bound - 2 * half_ulp;
   return threshold > 0 ? threshold : -1;

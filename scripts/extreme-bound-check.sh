@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The bound at the edges of the float types, checked by the independent checker
+# (../shared/tools/boundcheck.c) through the CLI on every backend present:
+#   bash scripts/extreme-bound-check.sh [fzg-binary] [tools-dir]
+# Fields: [max, -max]; a 360x180 SST-like field whose 3,600 land points hold +max or -max; 4,099
+# values uniform in [max/2, max] (f32 and f64). Bounds: 81 rel bounds from 1e-1 to 1e-9 and
+# absolute bounds near the type's largest values. Each round trip must leave 0 points over the
+# bound and no finite value turned into +-inf or NaN, and the CPU and CUDA files must be the same.
+# Prints one line per field and backend, then `N passed, N failed`; exits 1 on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+fzg=${1:-build/fzg}
+tools=${2:-${FZG_TOOLS:-../shared/tools}}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/boundcheck" "$tools/boundcheck.c" -lm || exit 2
+
+python3 - "$work" <<'PY'
+import math, random, struct, sys
+work = sys.argv[1]
+for dtype, code, largest in (("f32", "f", 3.4028234663852886e38), ("f64", "d", 1.7976931348623157e308)):
+    def write(name, dims, values):
+        with open(f"{work}/{dtype}_{name}_{dims}.raw", "wb") as f:
+            f.write(struct.pack(f"<{len(values)}{code}", *values))
+    write("max_and_lowest", "2", [largest, -largest])
+    for sign, label in ((1, "land_at_max"), (-1, "land_at_lowest")):
+        sst = []
+        for y in range(180):
+            for x in range(360):
+                land = 100 <= x < 160 and 40 <= y < 100
+                sst.append(sign * largest if land else 271 + 30 * math.cos((y - 90) / 60) + 0.3 * math.sin(x * 0.05))
+        write("sst_" + label, "360x180", sst)
+    rng = random.Random(11)
+    write("upper_half", "4099", [largest] + [rng.uniform(largest / 2, largest) for _ in range(4098)])
+PY
+
+devices=(cpu)
+"$fzg" compress --device cuda -i "$work/f32_max_and_lowest_2.raw" -t f32 -l 2 -o "$work/probe.fzg" 2>/dev/null && devices+=(cuda)
+bounds=()
+for k in $(seq 0 80); do bounds+=("rel:$(python3 -c "print(repr(10 ** (-1 - $k / 10)))")"); done
+
+passed=0 failed=0
+for raw in "$work"/*.raw; do
+  base=$(basename "$raw" .raw)
+  dtype=${base%%_*} dims=${base##*_}
+  if [ "$dtype" = f32 ]; then extra=(abs:1e35 abs:1e30 abs:1e37 abs:3e38); else extra=(abs:1e300 abs:1e305 abs:1e290 abs:1e307); fi
+  for device in "${devices[@]}"; do
+    bad=0
+    for bound in "${bounds[@]}" "${extra[@]}"; do
+      mode=${bound%%:*} value=${bound#*:}
+      file=$work/$device.fzg out=$work/$device.out
+      if ! "$fzg" compress --device "$device" -i "$raw" -t "$dtype" -l "$dims" -m "$mode" -e "$value" -o "$file" 2>"$work/err" ||
+         ! "$fzg" decompress --device "$device" -i "$file" -o "$out" 2>>"$work/err"; then
+        echo "  $base $device $bound: $(head -1 "$work/err")"; bad=$((bad + 1)); continue
+      fi
+      if ! "$work/boundcheck" "$dtype" "$raw" "$out" "$bound" >"$work/check"; then
+        echo "  $base $device $bound: $(cat "$work/check")"; bad=$((bad + 1)); continue
+      fi
+      # boundcheck's rel bound of [-DBL_MAX, DBL_MAX] is inf: lost finite values are checked apart.
+      if ! python3 - "$dtype" "$raw" "$out" <<'PY'
+import math, struct, sys
+code = "f" if sys.argv[1] == "f32" else "d"
+a, b = (open(p, "rb").read() for p in sys.argv[2:4])
+n = len(a) // struct.calcsize(code)
+x, y = struct.unpack(f"<{n}{code}", a), struct.unpack(f"<{n}{code}", b)
+sys.exit(any(math.isfinite(u) and not math.isfinite(v) for u, v in zip(x, y)))
+PY
+      then
+        echo "  $base $device $bound: a finite value came back as inf or NaN"; bad=$((bad + 1)); continue
+      fi
+      if [ "$device" = cuda ]; then
+        "$fzg" compress --device cpu -i "$raw" -t "$dtype" -l "$dims" -m "$mode" -e "$value" -o "$work/cpu.fzg" 2>/dev/null
+        cmp -s "$work/cpu.fzg" "$file" || { echo "  $base cuda $bound: the file differs from the CPU's"; bad=$((bad + 1)); continue; }
+      fi
+    done
+    echo "$base on $device: $(( ${#bounds[@]} + ${#extra[@]} - bad )) of $(( ${#bounds[@]} + ${#extra[@]} )) bounds hold"
+    if [ $bad -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  done
+done
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
