@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.hh"
+#include "cli/progress.hh"
 #include "pipeline/timer.hh"
 
 namespace fzg::cli {
@@ -44,34 +45,70 @@ std::string cube_dims(uint64_t values) {
   return std::to_string(side) + "x" + std::to_string(side) + "x" + std::to_string(std::max<uint64_t>(1, values / (side * side)));
 }
 
+// Counts the runs (calls of a direction, copies) for the progress line; a run's share of the
+// work is its field's size, so that the time left weighs a 1G-value run above a 1M-value one.
+class Runs {
+ public:
+  explicit Runs(Progress& progress) : progress_(progress) {}
+  void set_field_bytes(double bytes) { bytes_ = bytes; }
+  void operator()() {
+    runs_ += 1;
+    work_ += bytes_;
+    progress_.set(runs_, work_);
+  }
+  Progress& progress() { return progress_; }
+
+ private:
+  Progress& progress_;
+  double bytes_ = 0, runs_ = 0, work_ = 0;
+};
+
+// The runs one field takes in run_bench below, in its order (keep the two in step).
+double runs_per_field(int warmup, int repeat, int e2e_repeat, bool trace) {
+  return 3.0 * (warmup + repeat)    // copy, kernel-only compress and decompress
+         + 2 + 2 + 2               // peak memory each way, stage times each way, end-to-end peaks
+         + 3.0 * (1 + e2e_repeat)  // end to end: compress, decompress, decompress into
+         + (trace ? 4 : 0);        // the timelines
+}
+
 template <typename Work>
-double median_ms(Device device, cudaStream_t stream, int warmup, int repeat, Work work) {
-  for (int i = 0; i < warmup; ++i) work();
+double median_ms(Device device, cudaStream_t stream, int warmup, int repeat, Runs& ran, Work work) {
+  for (int i = 0; i < warmup; ++i) {
+    work();
+    ran();
+  }
   RegionTimer timer(device, stream);
   std::vector<double> ms;
   for (int i = 0; i < repeat; ++i) {
     timer.start();
     work();
     ms.push_back(timer.stop_ms());
+    ran();
   }
   return median(ms);
 }
 
 // Peak device memory while `work` runs, beyond what was held when it began (the field, a file).
 template <typename Work>
-uint64_t peak_during(Work work) {
+uint64_t peak_during(Runs& ran, Work work) {
   reset_device_memory_peak();
   const size_t before = device_memory_stats().current_bytes;
   work();
+  ran();
   return device_memory_stats().peak_bytes - before;
 }
 
-// The timeline of one call of `work`, to stderr (--trace).
+// The timeline of one call of `work`, to stderr (--trace), the progress line out of its way.
 template <typename Work>
-void print_timeline(Device device, const char* what, const std::string& dims, Work work) {
+void print_timeline(Device device, const char* what, const std::string& dims, Runs& ran, Work work) {
   trace::open(device, nullptr);
   work();
-  std::fprintf(stderr, "%s timeline, %s:\n%s", what, dims.c_str(), trace::close().c_str());
+  ran();
+  const std::string timeline = trace::close();
+  ran.progress().suspend();
+  std::fprintf(stderr, "%s timeline, %s:\n%s", what, dims.c_str(), timeline.c_str());
+  std::fflush(stderr);
+  ran.progress().resume();
 }
 
 struct Row {
@@ -96,6 +133,8 @@ int run_bench(const BenchArgs& a) {
 
   std::vector<FieldArgs> fields;
   if (!a.sizes.empty()) {
+    if (!a.field.input.empty() || !a.field.dims.empty())
+      fail(ErrorCode::invalid_argument, "--sizes makes synthetic cubes of its own: it takes neither -i nor -l");
     for (uint64_t n : parse_sizes(a.sizes)) {
       FieldArgs f = a.field;
       if (f.gen_kind.empty()) f.gen_kind = "turbulent";
@@ -108,10 +147,32 @@ int run_bench(const BenchArgs& a) {
     fields.push_back(a.field);
   }
 
+  // Progress: runs done of all the runs of all the sizes, the time left weighted by size.
+  const int e2e_repeat = std::max(3, a.repeat / 4);
+  const double field_runs = runs_per_field(a.warmup, a.repeat, e2e_repeat, a.trace);
+  double total_work = 0;
+  if (!a.field.gen_kind.empty() || !a.field.input.empty()) {
+    for (const auto& f : fields) {
+      const std::optional<FieldSize> size = field_size(f.dims, parse_dtype(f.type));
+      total_work += field_runs * (size && !size->overflows ? double(size->bytes) : 0);
+    }
+  }
+  Progress progress("bench", ProgressUnit::count);
+  progress.set_total(field_runs * double(fields.size()), total_work);
+  Runs ran(progress);
+
   std::vector<Row> rows;
-  for (const auto& f : fields) {
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const FieldArgs& f = fields[i];
+    const std::string position = fields.size() > 1 ? " (size " + std::to_string(i + 1) + " of " +
+                                                         std::to_string(fields.size()) + ")"
+                                                   : "";
+    progress.set_what("bench, loading " + (f.gen_kind.empty() ? "'" + f.input + "'" : f.gen_kind) + " " + f.dims +
+                      position);
     Buffer host_storage;
     FieldRef host_field = load_field(f, host_storage);
+    progress.set_what("bench " + host_field.dims.to_string() + position);
+    ran.set_field_bytes(double(host_field.size_bytes()));
     Row row;
     row.field = f.gen_kind.empty() ? f.input : f.gen_kind;
     row.dims = host_field.dims.to_string();
@@ -121,7 +182,7 @@ int run_bench(const BenchArgs& a) {
     // The resident copy and the copy-bandwidth ceiling (bytes read + written).
     Buffer resident_field = on_gpu ? to_device(host_storage, nullptr) : host_storage;
     Buffer copy_target = on_gpu ? Buffer::device(row.bytes, nullptr) : Buffer::host(row.bytes);
-    const double copy_ms = median_ms(device, nullptr, a.warmup, a.repeat, [&] {
+    const double copy_ms = median_ms(device, nullptr, a.warmup, a.repeat, ran, [&] {
       copy_bytes(copy_target.data(), resident, resident_field.data(), resident, row.bytes, nullptr);
     });
     row.copy_gbps = 2.0 * double(row.bytes) / (copy_ms * 1e6);
@@ -142,22 +203,24 @@ int run_bench(const BenchArgs& a) {
 
     Buffer file;
     Decompressed out;
-    row.peak_compress = peak_during([&] { file = compress(graph, field, copt); });
+    row.peak_compress = peak_during(ran, [&] { file = compress(graph, field, copt); });
     row.file_bytes = file.size();
-    const double kc = median_ms(device, nullptr, a.warmup, a.repeat, [&] { file = compress(graph, field, copt); });
-    row.peak_decompress = peak_during([&] { out = decompress(file, dopt); });
-    const double kd = median_ms(device, nullptr, a.warmup, a.repeat, [&] { out = decompress(file, dopt); });
+    const double kc = median_ms(device, nullptr, a.warmup, a.repeat, ran, [&] { file = compress(graph, field, copt); });
+    row.peak_decompress = peak_during(ran, [&] { out = decompress(file, dopt); });
+    const double kd = median_ms(device, nullptr, a.warmup, a.repeat, ran, [&] { out = decompress(file, dopt); });
     row.kc_gbps = double(row.bytes) / (kc * 1e6);
     row.kd_gbps = double(row.bytes) / (kd * 1e6);
     copt.stage_times = &row.compress_stages;
     compress(graph, field, copt);
+    ran();
     copt.stage_times = nullptr;
     dopt.stage_times = &row.decompress_stages;
     decompress(file, dopt);
+    ran();
     dopt.stage_times = nullptr;
     if (a.trace) {
-      print_timeline(device, "compress", row.dims, [&] { compress(graph, field, copt); });
-      print_timeline(device, "decompress", row.dims, [&] { out = decompress(file, dopt); });
+      print_timeline(device, "compress", row.dims, ran, [&] { compress(graph, field, copt); });
+      print_timeline(device, "decompress", row.dims, ran, [&] { out = decompress(file, dopt); });
     }
     out = Decompressed();
 
@@ -167,19 +230,19 @@ int run_bench(const BenchArgs& a) {
     DecompressOptions hd = dopt;
     hd.output = Location::host;
     Buffer host_file;
-    row.peak_e2e_compress = peak_during([&] { host_file = compress(graph, host_field, hc); });
-    row.peak_e2e_decompress = peak_during([&] { out = decompress(host_file, hd); });
+    row.peak_e2e_compress = peak_during(ran, [&] { host_file = compress(graph, host_field, hc); });
+    row.peak_e2e_decompress = peak_during(ran, [&] { out = decompress(host_file, hd); });
     out = Decompressed();
-    const int e2e_repeat = std::max(3, a.repeat / 4);
-    const double ec = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] { host_file = compress(graph, host_field, hc); });
-    const double ed = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] { out = decompress(host_file, hd); });
+    const double ec =
+        median_ms(Device::cpu, nullptr, 1, e2e_repeat, ran, [&] { host_file = compress(graph, host_field, hc); });
+    const double ed = median_ms(Device::cpu, nullptr, 1, e2e_repeat, ran, [&] { out = decompress(host_file, hd); });
     if (a.trace) {
-      print_timeline(device, "end-to-end compress", row.dims, [&] { host_file = compress(graph, host_field, hc); });
-      print_timeline(device, "end-to-end decompress", row.dims, [&] { out = decompress(host_file, hd); });
+      print_timeline(device, "end-to-end compress", row.dims, ran, [&] { host_file = compress(graph, host_field, hc); });
+      print_timeline(device, "end-to-end decompress", row.dims, ran, [&] { out = decompress(host_file, hd); });
     }
     // Into the caller's array: its pages are faulted in once, not on every call.
     Buffer reused = Buffer::host(row.bytes);
-    const double ed_into = median_ms(Device::cpu, nullptr, 1, e2e_repeat, [&] {
+    const double ed_into = median_ms(Device::cpu, nullptr, 1, e2e_repeat, ran, [&] {
       decompress_into(host_file, reused.data(), reused.size(), hd);
     });
     row.ed_into_gbps = double(row.bytes) / (ed_into * 1e6);
@@ -187,6 +250,7 @@ int run_bench(const BenchArgs& a) {
     row.ed_gbps = double(row.bytes) / (ed * 1e6);
     rows.push_back(row);
   }
+  progress.finish();
 
   if (a.json) {
     nlohmann::json j = nlohmann::json::array();
@@ -205,7 +269,7 @@ int run_bench(const BenchArgs& a) {
                    {"compress_stages_ms", cs}, {"decompress_stages_ms", ds}, {"device", on_gpu ? "cuda" : "cpu"},
                    {"mode", a.codec.mode}, {"bound", bound.value}, {"config", graph.name()}, {"repeats", a.repeat}});
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << dump_json(j) << "\n";
     return 0;
   }
   std::printf("fzg bench: config %s, %s %g, device %s, median of %d after %d warm-up (decimal GB/s of input)\n",

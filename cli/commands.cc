@@ -1,17 +1,23 @@
 // compress, decompress, info, eval and gen.
 #include "cli/commands.hh"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <sstream>
 
 #include "bench/fzgpu_reference.hh"
+#include "cli/progress.hh"
 #include "pipeline/metrics.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 #include "pipeline/timer.hh"
@@ -42,48 +48,273 @@ ErrorBound parse_bound(const CodecArgs& a) {
   return b;
 }
 
-Buffer read_file(const std::string& path) {
-  std::string bytes;
-  if (path == "-") {
-    bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(ErrorCode::io, "cannot open '" + path + "'");
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    if (size < 0) fail(ErrorCode::io, "cannot read '" + path + "'");
-    in.seekg(0);
-    Buffer b = Buffer::host(uint64_t(size));
-    if (!in.read(reinterpret_cast<char*>(b.data()), size)) fail(ErrorCode::io, "cannot read '" + path + "'");
+namespace {
+
+constexpr uint64_t io_chunk = uint64_t(64) << 20;  // bytes read or written between progress updates
+
+std::string name_of(const std::string& path) { return path == "-" ? "standard input" : "'" + path + "'"; }
+
+// What a file that is neither a regular file, a FIFO nor a character device is.
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+bool readable_kind(mode_t mode) { return S_ISREG(mode) || S_ISFIFO(mode) || S_ISCHR(mode); }
+
+[[noreturn]] void fail_open(const std::string& path, int err, const char* doing) {
+  if (err == ENOENT) fail(ErrorCode::io, "'" + path + "' does not exist");
+  if (err == EACCES || err == EPERM) fail(ErrorCode::io, std::string("cannot ") + doing + " '" + path + "': permission denied");
+  fail(ErrorCode::io, std::string("cannot ") + doing + " '" + path + "': " + std::strerror(err));
+}
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() { close(); }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+  int close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd > 2 ? ::close(fd) : 0;  // never stdin, stdout or stderr
+  }
+
+ private:
+  int fd_;
+};
+
+// Reads up to `size` bytes; fewer only at the end of the input.
+uint64_t read_some(int fd, uint8_t* data, uint64_t size, const std::string& name, Progress& progress, uint64_t& done) {
+  uint64_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::read(fd, data + got, size_t(std::min<uint64_t>(size - got, io_chunk)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(ErrorCode::io, "cannot read " + name + ": " + std::strerror(errno));
+    if (n == 0) break;
+    got += uint64_t(n);
+    done += uint64_t(n);
+    progress.set(double(done));
+  }
+  return got;
+}
+
+Buffer allocate(uint64_t size, const std::string& what) {
+  try {
+    return Buffer::host(size);
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCode::io, what + " needs " + std::to_string(size) + " bytes (" + format_bytes(double(size)) +
+                            ") and they could not be allocated: out of memory");
+  }
+}
+
+[[noreturn]] void fail_size(const std::string& name, const std::string& holds, uint64_t expected,
+                            const std::string& expected_what) {
+  fail(ErrorCode::invalid_argument,
+       name + " holds " + holds + " bytes but " + expected_what + " needs " + std::to_string(expected));
+}
+
+struct MemoryLimit {
+  uint64_t bytes = 0;  // 0: unknown
+  std::string what;
+};
+
+// What this process can hold at most: the machine's memory and swap, or less under a cgroup
+// (v2) memory limit.
+MemoryLimit memory_limit() {
+  MemoryLimit limit;
+  struct sysinfo info {};
+  if (::sysinfo(&info) == 0) {
+    limit.bytes = (uint64_t(info.totalram) + uint64_t(info.totalswap)) * info.mem_unit;
+    limit.what = info.totalswap ? "this machine's memory and swap" : "this machine's memory";
+  }
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+  std::string text;
+  if (cgroup >> text && !text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+    const uint64_t v = std::stoull(text);
+    if (v > 0 && (limit.bytes == 0 || v < limit.bytes)) limit = {v, "this process's memory limit (cgroup)"};
+  }
+  return limit;
+}
+
+}  // namespace
+
+std::string FieldSize::to_string() const {
+  if (overflows) {
+    char text[64];
+    std::snprintf(text, sizeof text, "about %.2Lg bytes", approx);
+    return text;
+  }
+  return std::to_string(bytes) + " bytes (" + format_bytes(double(bytes)) + ")";
+}
+
+std::optional<FieldSize> field_size(const std::string& dims_text, DType type) {
+  if (dims_text.empty() || dims_text.find_first_not_of("0123456789x") != std::string::npos) return std::nullopt;
+  FieldSize size;
+  size.bytes = dtype_size(type);
+  size.approx = (long double)size.bytes;
+  std::stringstream in(dims_text);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    if (part.empty()) return std::nullopt;
+    size.approx *= std::strtold(part.c_str(), nullptr);
+    if (part.size() > 19) {  // 19 digits always fit in 64 bits
+      size.overflows = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(size.bytes, uint64_t(std::stoull(part)), &size.bytes)) size.overflows = true;
+  }
+  return size;
+}
+
+void check_allocatable(const FieldSize& size, const std::string& what) {
+  const MemoryLimit limit = memory_limit();
+  if (!size.overflows && (limit.bytes == 0 || size.bytes <= limit.bytes)) return;
+  std::string message = what + " needs " + size.to_string() + ", more than ";
+  if (limit.bytes) message += limit.what + " (" + format_bytes(double(limit.bytes)) + ")";
+  else message += "a 64-bit size can count";
+  fail(ErrorCode::invalid_argument, message);
+}
+
+Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size, const std::string& expected_what) {
+  const std::string name = name_of(path);
+  int raw_fd = STDIN_FILENO;
+  if (path != "-") {
+    // Look before opening: opening a directory succeeds and reads as a huge file; a socket
+    // cannot be opened; a FIFO waits for its writer (which is right).
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) fail_open(path, errno, "read");
+    if (!readable_kind(st.st_mode)) fail(ErrorCode::io, name + " is " + kind_of(st.st_mode) + ", not a file to read");
+    raw_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (raw_fd < 0) fail_open(path, errno, "read");
+  }
+  FileDescriptor fd(raw_fd);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail(ErrorCode::io, "cannot read " + name + ": " + std::strerror(errno));
+  if (!readable_kind(st.st_mode)) fail(ErrorCode::io, name + " is " + kind_of(st.st_mode) + ", not a file to read");
+
+  uint64_t done = 0;
+  if (S_ISREG(st.st_mode)) {
+    // A known size (stdin redirected from a file reads from where it stands).
+    const off_t at = ::lseek(fd.get(), 0, SEEK_CUR);
+    const uint64_t size = uint64_t(st.st_size) - uint64_t(at > 0 && at <= st.st_size ? at : 0);
+    if (expected_size && size != *expected_size) fail_size(name, std::to_string(size), *expected_size, expected_what);
+    FieldSize need;
+    need.bytes = size;
+    check_allocatable(need, "reading " + name);
+    Buffer b = allocate(size, "reading " + name);
+    Progress progress("reading " + name, ProgressUnit::bytes, double(size));
+    const uint64_t got = read_some(fd.get(), b.data(), size, name, progress, done);
+    if (got != size)
+      fail(ErrorCode::io, name + " ended after " + std::to_string(got) + " of its " + std::to_string(size) +
+                              " bytes (did it change while being read?)");
     return b;
   }
-  Buffer b = Buffer::host(bytes.size());
-  std::copy(bytes.begin(), bytes.end(), b.data());
+  // A stream: read to its end, or to one byte past the size expected. A device may have no
+  // end (/dev/urandom): the size expected is read from it, like head -c.
+  Progress progress("reading " + name, ProgressUnit::bytes, expected_size ? double(*expected_size) : 0);
+  if (expected_size) {
+    Buffer b = allocate(*expected_size, "reading " + name);
+    const uint64_t got = read_some(fd.get(), b.data(), *expected_size, name, progress, done);
+    if (got < *expected_size) fail_size(name, std::to_string(got), *expected_size, expected_what);
+    uint8_t extra = 0;
+    if (!S_ISCHR(st.st_mode) && read_some(fd.get(), &extra, 1, name, progress, done) != 0)
+      fail_size(name, "more than " + std::to_string(*expected_size), *expected_size, expected_what);
+    return b;
+  }
+  std::vector<Buffer> chunks;
+  uint64_t total = 0;
+  for (;;) {
+    Buffer chunk = allocate(io_chunk, "reading " + name);
+    const uint64_t got = read_some(fd.get(), chunk.data(), io_chunk, name, progress, done);
+    total += got;
+    if (got) {
+      chunk.shrink(got);
+      chunks.push_back(std::move(chunk));
+    }
+    if (got < io_chunk) break;
+  }
+  if (chunks.size() == 1) return chunks[0];
+  Buffer b = allocate(total, "reading " + name);
+  uint64_t at = 0;
+  for (auto& chunk : chunks) {
+    std::memcpy(b.data() + at, chunk.data(), chunk.size());
+    at += chunk.size();
+    chunk = Buffer();
+  }
   return b;
+}
+
+namespace {
+
+void write_all(int fd, const uint8_t* data, uint64_t size, const std::string& name, Progress& progress) {
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size_t(std::min<uint64_t>(size - done, io_chunk)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail(ErrorCode::io, "cannot write " + name + ": " + std::strerror(errno));
+    done += uint64_t(n);
+    progress.set(double(done));
+  }
+}
+
+}  // namespace
+
+void check_output(const std::string& output, const std::string& input) {
+  if (output.empty() || output == "-") return;
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return;  // a new file: creating it says what is wrong, if anything
+  if (S_ISDIR(out.st_mode)) fail(ErrorCode::invalid_argument, "'" + output + "' is a directory; -o takes a file name");
+  if (S_ISSOCK(out.st_mode) || S_ISBLK(out.st_mode))
+    fail(ErrorCode::invalid_argument, "'" + output + "' is " + kind_of(out.st_mode) + ", not a file to write");
+  struct stat in {};
+  const bool have_input = input == "-" ? ::fstat(STDIN_FILENO, &in) == 0 : !input.empty() && ::stat(input.c_str(), &in) == 0;
+  if (have_input && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+    fail(ErrorCode::invalid_argument, "the output '" + output + "' is the input " +
+                                          (input == "-" ? std::string("(standard input)") : "'" + input + "'") +
+                                          " itself; writing it would destroy the input (choose another -o)");
 }
 
 void write_file(const std::string& path, const uint8_t* data, uint64_t size) {
   if (path == "-") {
-    std::cout.write(reinterpret_cast<const char*>(data), std::streamsize(size));
     std::cout.flush();
-    if (!std::cout) fail(ErrorCode::io, "cannot write to standard output");
+    std::fflush(stdout);
+    Progress progress("writing standard output", ProgressUnit::bytes, double(size));
+    write_all(STDOUT_FILENO, data, size, "standard output", progress);
+    return;
+  }
+  const std::string name = "'" + path + "'";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+    // A pipe or a device (/dev/null) is written in place: renaming a file over it would replace it.
+    FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (fd.get() < 0) fail_open(path, errno, "write");
+    Progress progress("writing " + name, ProgressUnit::bytes, double(size));
+    write_all(fd.get(), data, size, name, progress);
+    if (fd.close() != 0) fail(ErrorCode::io, "cannot write " + name + ": " + std::strerror(errno));
     return;
   }
   // A reader never sees a half-written file: write beside it, then rename over it.
   const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) fail(ErrorCode::io, "cannot create '" + path + "'");
-    out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      fail(ErrorCode::io, "cannot write '" + path + "'");
-    }
+  FileDescriptor fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (fd.get() < 0) {
+    const int err = errno;
+    if (err == ENOENT) fail(ErrorCode::io, "cannot create '" + path + "': its directory does not exist");
+    fail_open(path, err, "create");
   }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+  try {
+    Progress progress("writing " + name, ProgressUnit::bytes, double(size));
+    write_all(fd.get(), data, size, name, progress);
+    if (fd.close() != 0) fail(ErrorCode::io, "cannot write " + name + ": " + std::strerror(errno));
+    progress.finish();
+    if (std::rename(temporary.c_str(), path.c_str()) != 0)
+      fail(ErrorCode::io, "cannot rename onto " + name + ": " + std::strerror(errno));
+  } catch (...) {
+    fd.close();
     std::remove(temporary.c_str());
-    fail(ErrorCode::io, "cannot rename onto '" + path + "'");
+    throw;
   }
 }
 
@@ -94,20 +325,73 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+namespace {
+
+// Non-finite floats become strings; everything else is kept.
+nlohmann::json finite_or_string(const nlohmann::json& j) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return j;
+  }
+  if (j.is_object()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) o[it.key()] = finite_or_string(it.value());
+    return o;
+  }
+  if (j.is_array()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& e : j) a.push_back(finite_or_string(e));
+    return a;
+  }
+  return j;
+}
+
+// A lossy file the library stored exactly because its lossy coding was larger (see
+// compress()): the stored graph has no predictor while the header keeps the requested bound.
+bool stored_exactly(const Container& c) {
+  if (c.header.mode == ErrorMode::lossless) return false;
+  const Graph graph = Graph::from_text(c.graph_json);
+  for (const auto& node : graph.nodes())
+    if (node.stage->spec().predictor) return false;
+  return true;
+}
+
+constexpr const char* stored_exactly_note = "stored exactly: the lossy coding was larger";
+
+}  // namespace
+
+std::string dump_json(const nlohmann::json& j) { return finite_or_string(j).dump(2); }
+
 FieldRef load_field(const FieldArgs& a, Buffer& bytes) {
+  // Where the field comes from first, then what it is.
+  if (a.gen_kind.empty() && a.input.empty())
+    fail(ErrorCode::invalid_argument, "an input is required (-i FILE, or --gen KIND)");
   FieldRef f;
   f.dtype = parse_dtype(a.type);
   if (a.dims.empty()) fail(ErrorCode::invalid_argument, "the field's dimensions are required (-l, e.g. 500x500x100)");
-  f.dims = parse_dims(a.dims, a.slowest_first);
+  const std::string described = a.dims + " " + a.type;
+  // Its size before anything is allocated: a size past 64 bits or past this machine's memory
+  // is named, not met with "out of memory".
+  const std::optional<FieldSize> size = field_size(a.dims, f.dtype);
   if (!a.gen_kind.empty()) {
-    bytes = synthesize(parse_synth_kind(a.gen_kind), f.dtype, f.dims, a.seed);
+    const SynthKind kind = parse_synth_kind(a.gen_kind);
+    if (!is_float(f.dtype)) fail(ErrorCode::invalid_argument, "synthetic fields are f32 or f64, not " + a.type);
+    if (size) check_allocatable(*size, "the field " + described);
+    f.dims = parse_dims(a.dims, a.slowest_first);
+    Progress progress("generating a " + format_bytes(double(f.size_bytes())) + " " + a.gen_kind + " field",
+                      ProgressUnit::time);
+    try {
+      bytes = synthesize(kind, f.dtype, f.dims, a.seed);
+    } catch (const std::bad_alloc&) {
+      fail(ErrorCode::invalid_argument, "the field " + described + " needs " + std::to_string(f.size_bytes()) +
+                                            " bytes and they could not be allocated: out of memory");
+    }
   } else {
-    if (a.input.empty()) fail(ErrorCode::invalid_argument, "an input is required (-i FILE, or --gen KIND)");
-    bytes = read_file(a.input);
-    if (bytes.size() != f.size_bytes())
-      fail(ErrorCode::invalid_argument, "'" + a.input + "' holds " + std::to_string(bytes.size()) + " bytes but " +
-                                            f.dims.to_string() + " " + a.type + " needs " +
-                                            std::to_string(f.size_bytes()));
+    if (size && size->overflows) check_allocatable(*size, "the field " + described);
+    f.dims = parse_dims(a.dims, a.slowest_first);
+    bytes = read_file(a.input, f.size_bytes(), f.dims.to_string() + " " + a.type);
   }
   f.data = bytes.data();
   f.where = Location::host;
@@ -115,27 +399,42 @@ FieldRef load_field(const FieldArgs& a, Buffer& bytes) {
 }
 
 int run_compress(const CompressArgs& a) {
+  if (a.field.input.empty()) fail(ErrorCode::invalid_argument, "an input is required (-i FILE, or -i - for standard input)");
   if (a.output.empty()) fail(ErrorCode::invalid_argument, "an output is required (-o FILE or -o -)");
+  check_output(a.output, a.field.input);
   const Graph graph = load_graph(a.codec.config);
   CompressOptions options;
   options.bound = parse_bound(a.codec);
   options.device = parse_device(a.codec.device);
   Buffer storage;
   const FieldRef field = load_field(a.field, storage);
-  const Buffer file = compress(graph, field, options);
+  Buffer file;
+  {
+    // One library call, no progress to measure: the time it has taken, honestly.
+    Progress progress("compressing " + format_bytes(double(field.size_bytes())), ProgressUnit::time);
+    file = compress(graph, field, options);
+  }
   write_file(a.output, file.data(), file.size());
   if (a.output != "-")
     std::cerr << "fzg: " << field.size_bytes() << " -> " << file.size() << " bytes, ratio "
-              << double(field.size_bytes()) / double(file.size()) << "\n";
+              << double(field.size_bytes()) / double(file.size())
+              << (stored_exactly(inspect(file)) ? std::string(" (") + stored_exactly_note + ")" : "") << "\n";
   return 0;
 }
 
 int run_decompress(const DecompressArgs& a) {
   if (a.input.empty() || a.output.empty()) fail(ErrorCode::invalid_argument, "decompress needs -i FILE and -o FILE");
+  check_output(a.output, a.input);
   DecompressOptions options;
   options.device = parse_device(a.device);
   const Buffer file = read_file(a.input);
-  const Decompressed out = decompress(file, options);
+  Decompressed out;
+  {
+    const Header h = inspect(file).header;
+    Progress progress("decompressing to " + format_bytes(double(h.dims.count()) * double(dtype_size(h.dtype))),
+                      ProgressUnit::time);
+    out = decompress(file, options);
+  }
   write_file(a.output, out.data.data(), out.data.size());
   return 0;
 }
@@ -152,31 +451,45 @@ int run_info(const std::string& path, bool json) {
   for (size_t i = 0; i < c.stages.size(); ++i)
     stages.push_back({{"id", graph["stages"][i]["id"]}, {"raw", c.stages[i].raw}, {"input_sizes", c.stages[i].input_sizes}});
   const auto& h = c.header;
+  // A lossless file has no bound and no step; only a floating-point field has a value range.
+  const bool lossless = h.mode == ErrorMode::lossless;
+  const bool has_range = is_float(h.dtype);
   const uint64_t original = h.dims.count() * dtype_size(h.dtype);
   nlohmann::json report = {{"format_version", container_version},
                            {"dtype", to_string(h.dtype)},
                            {"dims", h.dims.to_string()},
                            {"mode", to_string(h.mode)},
-                           {"requested_bound", h.requested_bound},
-                           {"absolute_bound", h.quant.error_bound},
-                           {"step", h.quant.step},
-                           {"min", h.quant.min},
-                           {"max", h.quant.max},
                            {"file_bytes", c.total_bytes},
                            {"original_bytes", original},
                            {"ratio", double(original) / double(c.total_bytes)},
                            {"graph", graph},
                            {"stages", stages},
                            {"streams", streams}};
+  if (!lossless) {
+    report["requested_bound"] = h.requested_bound;
+    report["absolute_bound"] = h.quant.error_bound;
+    report["step"] = h.quant.step;
+    report["stored_exactly"] = stored_exactly(c);
+  }
+  if (has_range) {
+    report["min"] = h.quant.min;
+    report["max"] = h.quant.max;
+  }
   if (json) {
-    std::cout << report.dump(2) << "\n";
+    std::cout << dump_json(report) << "\n";
     return 0;
   }
   std::printf("fzg file, format version %u\n", unsigned(container_version));
   std::printf("  field      %s %s (%llu values)\n", to_string(h.dtype).c_str(), h.dims.to_string().c_str(),
               (unsigned long long)h.dims.count());
-  std::printf("  bound      %s %g -> absolute %.6g (step %.6g), value range [%.6g, %.6g]\n", to_string(h.mode).c_str(),
-              h.requested_bound, h.quant.error_bound, h.quant.step, h.quant.min, h.quant.max);
+  if (lossless)
+    std::printf("  bound      lossless (exact)");
+  else
+    std::printf("  bound      %s %g -> absolute %.6g (step %.6g)", to_string(h.mode).c_str(), h.requested_bound,
+                h.quant.error_bound, h.quant.step);
+  if (has_range) std::printf(", value range [%.6g, %.6g]", h.quant.min, h.quant.max);
+  if (stored_exactly(c)) std::printf("; %s", stored_exactly_note);
+  std::printf("\n");
   std::printf("  size       %llu bytes from %llu, ratio %.3f\n", (unsigned long long)c.total_bytes,
               (unsigned long long)original, double(original) / double(c.total_bytes));
   std::printf("  graph      %s\n", graph.value("name", std::string("?")).c_str());
@@ -208,8 +521,11 @@ int run_eval(const EvalArgs& a) {
   dopt.device = device;
 
   // End to end, host to host: what a file-based user gets. Run once to warm up.
+  Progress runs("eval of " + format_bytes(double(field.size_bytes())), ProgressUnit::count, a.repeat + 1);
+  runs.set_noun("round trips");
   Buffer file = compress(graph, field, copt);
   Decompressed out = decompress(file, dopt);
+  runs.set(1);
   std::vector<double> compress_ms, decompress_ms;
   for (int r = 0; r < a.repeat; ++r) {
     RegionTimer timer(Device::cpu, nullptr);
@@ -219,26 +535,31 @@ int run_eval(const EvalArgs& a) {
     timer.start();
     out = decompress(file, dopt);
     decompress_ms.push_back(timer.stop_ms());
+    runs.set(r + 2);
   }
+  runs.finish();
+  Progress measuring("measuring errors and the FZ-GPU format ratio", ProgressUnit::time);
   const Metrics m = compare_fields(field.data, out.data.data(), field.dtype, field.dims.count(),
                                    out.header.quant.error_bound);
   const double bytes = double(field.size_bytes());
   const double ratio = bytes / double(file.size());
   const double c_gbs = bytes / (median(compress_ms) * 1e6), d_gbs = bytes / (median(decompress_ms) * 1e6);
   const std::string source = a.field.gen_kind.empty() ? a.field.input : "gen:" + a.field.gen_kind;
-  // The yardstick: the same codes (and fzg's outlier stream) in FZ-GPU's lossless format.
+  // The FZ-GPU format ratio: the same quantization codes in FZ-GPU's lossless format
+  // (bitshuffle + zero-block, which has no outlier handling), plus fzg's outlier stream.
+  // 0 in lossless mode, which has no codes.
   double fzgpu_ratio = 0;
   if (bound.mode != ErrorMode::lossless) {
     std::vector<uint16_t> codes(field.dims.count());
     const Buffer outliers = lorenzo::encode_cpu(field.data, field.dtype, field.dims, out.header.quant, codes.data());
     fzgpu_ratio = bytes / double(bench::fzgpu_format_bytes(codes.data(), codes.size()) + outliers.size());
   }
+  measuring.finish();
+  const bool lossless = bound.mode == ErrorMode::lossless;
   nlohmann::json report = {{"field", source},
                            {"dtype", a.field.type},
                            {"dims", field.dims.to_string()},
                            {"mode", a.codec.mode},
-                           {"requested_bound", bound.value},
-                           {"absolute_bound", out.header.quant.error_bound},
                            {"config", graph.name()},
                            {"device", device == Device::cuda ? "cuda" : "cpu"},
                            {"original_bytes", field.size_bytes()},
@@ -254,20 +575,33 @@ int run_eval(const EvalArgs& a) {
                            {"compress_gbps", c_gbs},
                            {"decompress_gbps", d_gbs},
                            {"repeats", a.repeat}};
+  if (!lossless) {  // as in info: a lossless run has no bound
+    report["requested_bound"] = bound.value;
+    report["absolute_bound"] = out.header.quant.error_bound;
+  }
   if (a.json) {
-    std::cout << report.dump(2) << "\n";
+    std::cout << dump_json(report) << "\n";
   } else {
-    std::printf("fzg eval: %s, %s %s, %s %g (absolute %.4g), config %s, device %s\n", source.c_str(),
-                a.field.type.c_str(), field.dims.to_string().c_str(), a.codec.mode.c_str(), bound.value,
-                out.header.quant.error_bound, graph.name().c_str(), device == Device::cuda ? "cuda" : "cpu");
-    std::printf("  ratio        %.3f  (%.3f bits/value, %llu -> %llu bytes)\n", ratio,
+    char bound_text[96] = "lossless";
+    if (!lossless)
+      std::snprintf(bound_text, sizeof bound_text, "%s %g (absolute %.4g)", a.codec.mode.c_str(), bound.value,
+                    out.header.quant.error_bound);
+    std::printf("fzg eval: %s, %s %s, %s, config %s, device %s\n", source.c_str(), a.field.type.c_str(),
+                field.dims.to_string().c_str(), bound_text, graph.name().c_str(), device == Device::cuda ? "cuda" : "cpu");
+    std::printf("  ratio          %.3f  (%.3f bits/value, %llu -> %llu bytes)\n", ratio,
                 8.0 * double(file.size()) / double(field.dims.count()), (unsigned long long)field.size_bytes(),
                 (unsigned long long)file.size());
-    if (fzgpu_ratio > 0) std::printf("  yardstick    %.3f with the same codes in FZ-GPU's format\n", fzgpu_ratio);
-    std::printf("  PSNR         %.2f dB   NRMSE %.3g\n", m.psnr, m.nrmse);
-    std::printf("  max error    %.4g absolute, %.4g of the value range; bound %.4g, points over it: %llu\n",
-                m.max_abs_error, m.max_rel_error, out.header.quant.error_bound, (unsigned long long)m.violations);
-    std::printf("  throughput   compress %.3f GB/s, decompress %.3f GB/s (host to host, median of %d, decimal)\n",
+    if (fzgpu_ratio > 0)
+      std::printf("  FZ-GPU format  %.3f  (the same codes in FZ-GPU's bitshuffle + zero-block format, plus fzg's "
+                  "outliers)\n",
+                  fzgpu_ratio);
+    std::printf("  PSNR           %.2f dB   NRMSE %.3g\n", m.psnr, m.nrmse);
+    if (lossless)
+      std::printf("  exact          %s\n", m.violations ? "NO: the round trip changed the bytes" : "yes, byte for byte");
+    else
+      std::printf("  max error      %.4g absolute, %.4g of the value range; bound %.4g, points over it: %llu\n",
+                  m.max_abs_error, m.max_rel_error, out.header.quant.error_bound, (unsigned long long)m.violations);
+    std::printf("  throughput     compress %.3f GB/s, decompress %.3f GB/s (host to host, median of %d, decimal)\n",
                 c_gbs, d_gbs, a.repeat);
   }
   return m.violations ? 3 : 0;
@@ -276,6 +610,7 @@ int run_eval(const EvalArgs& a) {
 int run_gen(const GenArgs& a) {
   if (a.output.empty()) fail(ErrorCode::invalid_argument, "an output is required (-o FILE)");
   if (a.field.gen_kind.empty()) fail(ErrorCode::invalid_argument, "a kind is required (--kind turbulent)");
+  check_output(a.output, "");
   Buffer storage;
   load_field(a.field, storage);
   write_file(a.output, storage.data(), storage.size());

@@ -1,12 +1,24 @@
 // The fzg subcommands. Each returns the process exit code; errors surface as fzg::Error.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "pipeline/fzg.hh"
 #include "pipeline/synth.hh"
 
+// fzg's version: the CMake project version when the build passes it (FZG_VERSION), else this
+// constant, which must then equal project(fzg VERSION ...) in CMakeLists.txt.
+#ifndef FZG_VERSION
+#define FZG_VERSION "0.1.0"
+#endif
+
 namespace fzg::cli {
+
+inline constexpr const char* version = FZG_VERSION;
 
 struct FieldArgs {
   std::string input;          // a path, "-" for stdin, or empty with gen_kind set
@@ -49,10 +61,39 @@ int run_bench(const BenchArgs& a);
 Device parse_device(const std::string& name);
 Graph load_graph(const std::string& config_path);
 ErrorBound parse_bound(const CodecArgs& a);
-// Reads or synthesizes the field; `bytes` keeps the storage alive.
+// Reads or synthesizes the field; `bytes` keeps the storage alive. The input is checked
+// before the dimensions, and the field's size against the file's and the machine's memory
+// before anything is allocated.
 FieldRef load_field(const FieldArgs& a, Buffer& bytes);
-Buffer read_file(const std::string& path);                                // "-" = stdin
-void write_file(const std::string& path, const uint8_t* data, uint64_t size);  // temp + rename; "-" = stdout
+// Reads a whole input: "-" is stdin; otherwise a regular file, a FIFO or a character device
+// (a directory, socket or block device is refused, naming what it is). With `expected_size`,
+// a file of another size is refused before it is read, a pipe is read no further than one
+// byte past it, and a character device (/dev/urandom) gives that many bytes. Shows progress
+// on a terminal.
+Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size = std::nullopt,
+                 const std::string& expected_what = "");
+// Writes beside the path, then renames over it ("-" = stdout), in chunks, with progress.
+void write_file(const std::string& path, const uint8_t* data, uint64_t size);
+// Refuses an output that cannot be written or that is the input itself (the same file by
+// device and inode: another path, a hard link or a symlink to it), before any work is done.
+void check_output(const std::string& output, const std::string& input);
 double median(std::vector<double> values);
+
+// The bytes a field of these dimensions and type needs, computed without overflow.
+struct FieldSize {
+  bool overflows = false;  // more than 2^64 - 1 bytes
+  uint64_t bytes = 0;      // when it does not overflow
+  long double approx = 0;  // always
+  std::string to_string() const;  // "4000000000000000 bytes (4.00 PB)", "about 8e+33 bytes"
+};
+// nullopt when the text is not plain digits and 'x' (parse_dims then says what is wrong).
+std::optional<FieldSize> field_size(const std::string& dims_text, DType type);
+// Fails, naming the size, when `bytes` cannot be allocated on this machine (more than its
+// memory and swap, or the cgroup's memory limit). `what` begins the message.
+void check_allocatable(const FieldSize& size, const std::string& what);
+
+// Every JSON the CLI prints: numbers as numbers, except non-finite ones, which nlohmann would
+// print as null: "inf", "-inf" and "nan" strings instead.
+std::string dump_json(const nlohmann::json& j);
 
 }  // namespace fzg::cli

@@ -1,6 +1,7 @@
 // fzg: error-bounded lossy compression of scientific fields, on the CPU or a CUDA GPU.
 #include <CLI/CLI.hpp>
 
+#include <cstring>
 #include <iostream>
 #include <new>
 
@@ -8,19 +9,51 @@
 
 namespace {
 
-void add_field_options(CLI::App* cmd, fzg::cli::FieldArgs& f, bool with_input) {
-  if (with_input) cmd->add_option("-i,--input", f.input, "input file of raw values ('-' for stdin)");
-  cmd->add_option("-t,--type", f.type, "element type: f32, f64 (or u8, u16, u32, i32 with -m lossless)")->capture_default_str();
+const char* const commands[] = {"compress", "decompress", "info", "eval", "gen", "bench"};
+
+// What -t accepts depends on the command: gen makes floating-point fields only.
+const char* const lossy_types_help = "element type: f32, f64 (or u8, u16, u32, i32 with -m lossless)";
+const char* const gen_types_help = "element type: f32 or f64";
+
+// Where the field comes from: -i (when `with_input`), and --gen with its --seed (when
+// `with_gen`); gen itself names the kind with --kind.
+void add_field_options(CLI::App* cmd, fzg::cli::FieldArgs& f, bool with_input, bool with_gen, const char* type_help) {
+  CLI::Option* input = nullptr;
+  if (with_input) input = cmd->add_option("-i,--input", f.input, "input file of raw values ('-' for stdin)");
+  if (with_gen) {
+    auto* gen = cmd->add_option("--gen", f.gen_kind, "use a synthetic field instead: smooth, turbulent, noisy or constant");
+    if (input) gen->excludes(input);
+  }
+  cmd->add_option("-t,--type", f.type, type_help)->capture_default_str();
   cmd->add_option("-l,--dims", f.dims, "dimensions, fastest first, e.g. 500x500x100");
   cmd->add_flag("--zyx", f.slowest_first, "read -l slowest first (100x500x500)");
-  cmd->add_option("--seed", f.seed, "seed for --gen fields")->capture_default_str();
+  if (with_gen) cmd->add_option("--seed", f.seed, "seed of the synthetic field")->capture_default_str();
 }
 
 void add_codec_options(CLI::App* cmd, fzg::cli::CodecArgs& c) {
-  cmd->add_option("-m,--mode", c.mode, "error mode: abs, rel (x value range), psnr (target dB) or lossless")->capture_default_str();
+  cmd->add_option("-m,--mode", c.mode,
+                  "error mode: abs (absolute), rel (a fraction of the value range; r2r, cuSZ's name, is an alias), "
+                  "psnr (target dB) or lossless")
+      ->capture_default_str();
   cmd->add_option("-e,--error-bound", c.error_bound, "error bound (or target PSNR in dB)")->capture_default_str();
   cmd->add_option("-c,--config", c.config, "graph config (JSON); default: the built-in configs/fz.json");
   cmd->add_option("--device", c.device, "auto, cpu or cuda")->capture_default_str();
+}
+
+const char* const progress_footer =
+    "On a terminal, work that takes over a second shows its progress on stderr (bytes, decimal MB/s or GB/s, "
+    "time left); nothing extra is printed when stderr is not a terminal.\n";
+
+const char* const fzgpu_format_footer =
+    "The 'FZ-GPU format' ratio is what FZ-GPU's lossless format (bitshuffle + zero-block elimination, which "
+    "has no outlier handling) gives the same quantization codes, plus fzg's outlier stream: the ratio fzg's "
+    "predictor would reach in FZ-GPU's format. JSON prints non-finite numbers as the strings \"inf\", "
+    "\"-inf\" and \"nan\".";
+
+bool is_command(const char* word) {
+  for (const char* c : commands)
+    if (std::strcmp(word, c) == 0) return true;
+  return false;
 }
 
 }  // namespace
@@ -29,43 +62,62 @@ int main(int argc, char** argv) {
   using namespace fzg::cli;
   CLI::App app{"fzg: error-bounded lossy compressor for scientific floating-point data"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("fzg ") + version, "print fzg's version and exit");
+  // Usage errors as every other error: one line, exit status 1.
+  app.failure_message([](const CLI::App* parent, const CLI::Error& e) {
+    std::string help = "fzg --help";
+    for (const CLI::App* sub : parent->get_subcommands()) help = "fzg " + sub->get_name() + " --help";
+    return std::string("fzg: error: ") + e.what() + " (see " + help + ")\n";
+  });
+
+  // The first word names the command; say so when it names none.
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    std::cerr << "fzg: error: unknown command '" << argv[1]
+              << "' (expected compress, decompress, info, eval, gen or bench)\n";
+    return 1;
+  }
 
   CompressArgs compress_args;
   auto* compress = app.add_subcommand("compress", "compress a field into an .fzg file");
-  add_field_options(compress, compress_args.field, true);
+  add_field_options(compress, compress_args.field, true, false, lossy_types_help);
   add_codec_options(compress, compress_args.codec);
-  compress->add_option("-o,--output", compress_args.output, "output .fzg file ('-' for stdout)");
+  compress->add_option("-o,--output", compress_args.output, "output .fzg file ('-' for stdout; not the input)");
+  compress->footer(progress_footer);
 
   DecompressArgs decompress_args;
   auto* decompress = app.add_subcommand("decompress", "decompress an .fzg file to raw values");
   decompress->add_option("-i,--input", decompress_args.input, "input .fzg file ('-' for stdin)");
-  decompress->add_option("-o,--output", decompress_args.output, "output file ('-' for stdout)");
+  decompress->add_option("-o,--output", decompress_args.output, "output file ('-' for stdout; not the input)");
   decompress->add_option("--device", decompress_args.device, "auto, cpu or cuda")->capture_default_str();
+  decompress->footer(progress_footer);
 
   std::string info_path;
   bool info_json = false;
   auto* info = app.add_subcommand("info", "print an .fzg file's header, graph and streams");
   info->add_option("file", info_path, "the .fzg file")->required();
   info->add_flag("--json", info_json, "machine-readable output");
+  info->footer(
+      "A lossless file has no bound: the text says 'lossless' and the JSON omits requested_bound, absolute_bound "
+      "and step; min and max (the finite value range) are given for f32 and f64 fields only.\n");
 
   EvalArgs eval_args;
   auto* eval = app.add_subcommand("eval", "round trip and report ratio, PSNR, errors and throughput");
-  add_field_options(eval, eval_args.field, true);
-  eval->add_option("--gen", eval_args.field.gen_kind, "use a synthetic field: smooth, turbulent, noisy, constant");
+  add_field_options(eval, eval_args.field, true, true, lossy_types_help);
   add_codec_options(eval, eval_args.codec);
   eval->add_option("--repeat", eval_args.repeat, "timed repeats (median)")->capture_default_str();
   eval->add_flag("--json", eval_args.json, "machine-readable output");
+  eval->footer(std::string(fzgpu_format_footer) + " Exit status 3 when a point misses the bound.\n");
 
   GenArgs gen_args;
   auto* gen = app.add_subcommand("gen", "write a synthetic field");
-  add_field_options(gen, gen_args.field, false);
+  add_field_options(gen, gen_args.field, false, false, gen_types_help);
   gen->add_option("--kind", gen_args.field.gen_kind, "smooth, turbulent, noisy or constant");
+  gen->add_option("--seed", gen_args.field.seed, "seed of the synthetic field")->capture_default_str();
   gen->add_option("-o,--output", gen_args.output, "output file");
 
   BenchArgs bench_args;
   auto* bench = app.add_subcommand("bench", "throughput: kernel-only and end to end, per stage");
-  add_field_options(bench, bench_args.field, true);
-  bench->add_option("--gen", bench_args.field.gen_kind, "use a synthetic field");
+  add_field_options(bench, bench_args.field, true, true, lossy_types_help);
   add_codec_options(bench, bench_args.codec);
   bench->add_option("--repeat", bench_args.repeat, "timed repeats (median)")->capture_default_str();
   bench->add_option("--warmup", bench_args.warmup, "untimed warm-up runs")->capture_default_str();
@@ -74,11 +126,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_flag("--json", bench_args.json, "machine-readable output");
   bench->add_flag("--trace", bench_args.trace, "print the timeline (host and GPU) of one call each way");
+  bench->footer("JSON prints non-finite numbers as the strings \"inf\", \"-inf\" and \"nan\".\n");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 1;
   }
   try {
     if (compress->parsed()) return run_compress(compress_args);

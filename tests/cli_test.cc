@@ -1,11 +1,17 @@
 // The fzg command line, run as a user runs it.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <regex>
 
+#include "cli/progress.hh"
 #include "test_util.hh"
 
 namespace fzg {
@@ -28,8 +34,9 @@ class Cli : public ::testing::Test {
 
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
-  CommandResult run(const std::string& args) const {
-    const std::string command = std::string(FZG_BINARY) + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
+  CommandResult run(const std::string& args, const std::string& prefix = "") const {
+    const std::string command =
+        prefix + std::string(FZG_BINARY) + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
     const int status = std::system(command.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout")), slurp(path("stderr"))};
   }
@@ -38,6 +45,8 @@ class Cli : public ::testing::Test {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
   static bool exists(const std::string& p) { return access(p.c_str(), F_OK) == 0; }
+  static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+  static long lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
   void write_field(const std::string& name, uint64_t n) const {
     const auto v = testing::make_values<float>(testing::Hazard::nan_inf, n);
     std::ofstream(path(name), std::ios::binary).write(reinterpret_cast<const char*>(v.data()), std::streamsize(4 * n));
@@ -170,6 +179,425 @@ TEST_F(Cli, LosslessModeTakesAnyFile) {
   ASSERT_EQ(run("compress -i " + path("text.u8") + " -t u8 -l 44 -m lossless -o " + path("t.fzg")).exit_code, 0);
   ASSERT_EQ(run("decompress -i " + path("t.fzg") + " -o " + path("t.out")).exit_code, 0);
   EXPECT_EQ(slurp(path("t.out")), slurp(path("text.u8")));
+}
+
+// --- Inputs that are not files, and fields that cannot fit (issue #15) ---
+
+TEST_F(Cli, DirectoryInputIsNamedAsADirectory) {
+  ASSERT_EQ(mkdir(path("d").c_str(), 0755), 0);
+  for (const std::string& args : std::vector<std::string>{"compress -i " + path("d") + " -l 10 -o " + path("a.fzg"),
+                                 "decompress -i " + path("d") + " -o " + path("a.out"), "info " + path("d"),
+                                 "eval -i " + path("d") + " -l 10"}) {
+    const CommandResult r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_TRUE(contains(r.err, "'" + path("d") + "' is a directory")) << args << ": " << r.err;
+    EXPECT_FALSE(contains(r.err, "out of memory")) << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+  }
+}
+
+TEST_F(Cli, SocketInputIsNamedAsNotAFile) {
+  const int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(s, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path("s").c_str());
+  ASSERT_EQ(bind(s, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const CommandResult r = run("info " + path("s"));
+  close(s);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "is a socket")) << r.err;
+}
+
+TEST_F(Cli, MissingInputFileIsNamed) {
+  const CommandResult r = run("decompress -i " + path("none.fzg") + " -o " + path("a.out"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "'" + path("none.fzg") + "' does not exist")) << r.err;
+}
+
+// Root reads any file, so the command runs as nobody where the test runs as root.
+TEST_F(Cli, UnreadableInputIsNamed) {
+  write_field("a.f32", 64);
+  ASSERT_EQ(chmod(path("a.f32").c_str(), 0), 0);
+  ASSERT_EQ(chmod(dir_.c_str(), 0777), 0);
+  std::string prefix;
+  if (geteuid() == 0) {
+    if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "root without setpriv: every file is readable";
+    prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  const CommandResult r = run("compress -i " + path("a.f32") + " -l 64 -o -", prefix);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "cannot read '" + path("a.f32") + "': permission denied")) << r.err;
+}
+
+// A FIFO has no size to look up: it is read to its end.
+TEST_F(Cli, FifoInputIsRead) {
+  write_field("a.f32", 3000);
+  ASSERT_EQ(mkfifo(path("fifo").c_str(), 0600), 0);
+  const std::string command = "cat " + path("a.f32") + " > " + path("fifo") + " & " + FZG_BINARY + " compress -i " +
+                              path("fifo") + " -l 3000 -m abs -e 0.01 -o " + path("a.fzg") + " 2>" + path("stderr");
+  ASSERT_EQ(std::system(command.c_str()), 0) << slurp(path("stderr"));
+  ASSERT_EQ(run("decompress -i " + path("a.fzg") + " -o " + path("a.out")).exit_code, 0);
+  EXPECT_EQ(slurp(path("a.out")).size(), 12000u);
+}
+
+// A device may have no end: it gives the bytes the field needs.
+TEST_F(Cli, CharacterDeviceInputGivesTheBytesTheFieldNeeds) {
+  ASSERT_EQ(run("compress -i /dev/zero -t u8 -l 1000 -m lossless -o " + path("z.fzg")).exit_code, 0);
+  ASSERT_EQ(run("decompress -i " + path("z.fzg") + " -o " + path("z.u8")).exit_code, 0);
+  EXPECT_EQ(slurp(path("z.u8")), std::string(1000, '\0'));
+}
+
+// A pipe that holds more than the field is refused: the dimensions are wrong.
+TEST_F(Cli, PipeLongerThanTheFieldIsRefused) {
+  write_field("a.f32", 1000);
+  const CommandResult r = run("compress -i - -l 999 -o " + path("a.fzg"), "cat " + path("a.f32") + " | ");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(contains(r.err, "standard input holds more than 3996 bytes")) << r.err;
+  EXPECT_FALSE(exists(path("a.fzg")));
+}
+
+// A pipe or a device given as -o is written in place, not replaced by a renamed file.
+TEST_F(Cli, FifoOutputIsWrittenInPlace) {
+  write_field("a.f32", 3000);
+  ASSERT_EQ(mkfifo(path("fifo").c_str(), 0600), 0);
+  const std::string command = "timeout 20 cat " + path("fifo") + " > " + path("got") + " & reader=$!; " + FZG_BINARY +
+                              " compress -i " + path("a.f32") + " -l 3000 -m abs -e 0.01 -o " + path("fifo") +
+                              " 2>" + path("stderr") + "; status=$?; wait $reader; exit $status";
+  ASSERT_EQ(std::system(command.c_str()), 0) << slurp(path("stderr"));
+  struct stat st {};
+  ASSERT_EQ(stat(path("fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ASSERT_EQ(run("decompress -i " + path("got") + " -o " + path("a.out")).exit_code, 0);
+  EXPECT_EQ(slurp(path("a.out")).size(), 12000u);
+}
+
+TEST_F(Cli, FieldLargerThanMemoryIsNamedWithItsSize) {
+  for (const std::string& args : std::vector<std::string>{"gen --kind smooth -l 100000x100000x100000 -o " + path("g.f32"),
+                                 "eval --gen smooth -l 100000x100000x100000"}) {
+    const CommandResult r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_TRUE(contains(r.err, "needs 4000000000000000 bytes")) << r.err;
+    EXPECT_TRUE(contains(r.err, "memory")) << r.err;
+    EXPECT_FALSE(contains(r.err, "out of memory")) << r.err;
+  }
+  EXPECT_FALSE(exists(path("g.f32")));
+}
+
+// 10^11 cubed values: more bytes than 64 bits count.
+TEST_F(Cli, FieldSizeOverflowingSixtyFourBitsIsCaught) {
+  for (const std::string& args : std::vector<std::string>{"gen --kind smooth -l 100000000000x100000000000x100000000000 -o " + path("g.f32"),
+                                 "gen --kind smooth -t f64 -l 3037000500x3037000500 -o " + path("g.f64")}) {
+    const CommandResult r = run(args);
+    EXPECT_EQ(r.exit_code, 1) << args;
+    EXPECT_TRUE(contains(r.err, "needs about")) << r.err;
+    EXPECT_FALSE(contains(r.err, "out of memory")) << r.err;
+  }
+}
+
+// --- The output is never the input ---
+
+TEST_F(Cli, CompressRefusesToWriteOverItsInput) {
+  write_field("a.f32", 64);
+  ASSERT_EQ(link(path("a.f32").c_str(), path("hard.f32").c_str()), 0);
+  ASSERT_EQ(symlink(path("a.f32").c_str(), path("soft.f32").c_str()), 0);
+  const std::string original = slurp(path("a.f32"));
+  for (const std::string& output : std::vector<std::string>{path("a.f32"), dir_ + "/./a.f32", path("hard.f32"), path("soft.f32")}) {
+    const CommandResult r = run("compress -i " + path("a.f32") + " -l 64 -o " + output);
+    EXPECT_EQ(r.exit_code, 1) << output;
+    EXPECT_TRUE(contains(r.err, "is the input")) << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+  }
+  EXPECT_EQ(slurp(path("a.f32")), original);
+}
+
+TEST_F(Cli, DecompressRefusesToWriteOverItsInput) {
+  write_field("a.f32", 64);
+  ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 64 -o " + path("a.fzg")).exit_code, 0);
+  ASSERT_EQ(link(path("a.fzg").c_str(), path("hard.fzg").c_str()), 0);
+  const std::string original = slurp(path("a.fzg"));
+  for (const std::string& output : std::vector<std::string>{path("a.fzg"), dir_ + "/./a.fzg", path("hard.fzg")}) {
+    const CommandResult r = run("decompress -i " + path("a.fzg") + " -o " + output);
+    EXPECT_EQ(r.exit_code, 1) << output;
+    EXPECT_TRUE(contains(r.err, "is the input")) << r.err;
+  }
+  EXPECT_EQ(slurp(path("a.fzg")), original);
+}
+
+// --- The command line says what it does ---
+
+TEST_F(Cli, SeedIsOfferedOnlyWhereGenIs) {
+  EXPECT_FALSE(contains(run("compress --help").out, "--seed"));
+  for (const char* command : {"eval", "bench", "gen"})
+    EXPECT_TRUE(contains(run(std::string(command) + " --help").out, "--seed")) << command;
+  write_field("a.f32", 64);
+  EXPECT_EQ(run("compress -i " + path("a.f32") + " -l 64 --seed 3 -o " + path("a.fzg")).exit_code, 1);
+}
+
+TEST_F(Cli, TypeHelpOffersIntegersOnlyWhereLosslessIs) {
+  EXPECT_FALSE(contains(run("gen --help").out, "u8"));
+  EXPECT_FALSE(contains(run("gen --help").out, "lossless"));
+  for (const char* command : {"compress", "eval", "bench"})
+    EXPECT_TRUE(contains(run(std::string(command) + " --help").out, "u8, u16, u32, i32 with -m lossless")) << command;
+}
+
+TEST_F(Cli, ModeHelpListsR2rAsAnAliasOfRel) {
+  const CommandResult help = run("compress --help");
+  EXPECT_TRUE(contains(help.out, "r2r")) << help.out;
+  write_field("a.f32", 64);
+  ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 64 -m r2r -e 1e-2 -o " + path("a.fzg")).exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(run("info --json " + path("a.fzg")).out)["mode"], "rel");
+}
+
+// The version printed is the CMake project's.
+TEST_F(Cli, VersionIsTheProjectVersion) {
+  const std::string cmake = slurp(std::string(FZG_TESTS_DIR) + "/../CMakeLists.txt");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(cmake, m, std::regex(R"(project\(fzg VERSION ([0-9.]+))")));
+  const CommandResult r = run("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "fzg " + m[1].str() + "\n");
+}
+
+TEST_F(Cli, UnknownCommandIsNamed) {
+  const CommandResult r = run("compres -i x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "fzg: error: unknown command 'compres' (expected compress, decompress, info, eval, gen or bench)\n");
+}
+
+TEST_F(Cli, UsageErrorsAreOneLineAndExitOne) {
+  const CommandResult r = run("compress --bogus");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "--bogus")) << r.err;
+}
+
+TEST_F(Cli, MissingInputIsReportedBeforeDims) {
+  EXPECT_TRUE(contains(run("compress -o " + path("a.fzg")).err, "an input is required (-i FILE"));
+  for (const char* command : {"eval", "bench"})
+    EXPECT_TRUE(contains(run(command).err, "an input is required (-i FILE, or --gen KIND)")) << command;
+}
+
+TEST_F(Cli, InfoOnALosslessFileShowsNoBound) {
+  std::ofstream(path("text.u8")) << "the quick brown fox jumps over the lazy dog\n";
+  ASSERT_EQ(run("compress -i " + path("text.u8") + " -t u8 -l 44 -m lossless -o " + path("t.fzg")).exit_code, 0);
+  const CommandResult text = run("info " + path("t.fzg"));
+  EXPECT_TRUE(contains(text.out, "bound      lossless")) << text.out;
+  EXPECT_FALSE(contains(text.out, "step")) << text.out;
+  const auto j = nlohmann::json::parse(run("info --json " + path("t.fzg")).out);
+  EXPECT_EQ(j["mode"], "lossless");
+  for (const char* key : {"requested_bound", "absolute_bound", "step", "min", "max"}) EXPECT_FALSE(j.contains(key)) << key;
+}
+
+TEST_F(Cli, InfoOnALossyFileShowsTheBoundAndStep) {
+  write_field("a.f32", 500);
+  ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 500 -m abs -e 0.5 -o " + path("a.fzg")).exit_code, 0);
+  const auto j = nlohmann::json::parse(run("info --json " + path("a.fzg")).out);
+  EXPECT_EQ(j["requested_bound"], 0.5);
+  EXPECT_GT(j["step"].get<double>(), 0.0);
+  EXPECT_TRUE(j.contains("min"));
+}
+
+// abs 1e-300 makes nearly every point an outlier: the file is the field stored exactly, no
+// larger than the field, and compress and info say so.
+TEST_F(Cli, HopelesslyTightBoundIsStoredExactlyAndSaysSo) {
+  write_field("a.f32", 20000);
+  const CommandResult r = run("compress -i " + path("a.f32") + " -l 20000 -m abs -e 1e-300 -o " + path("a.fzg"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "stored exactly")) << r.err;
+  EXPECT_LT(slurp(path("a.fzg")).size(), slurp(path("a.f32")).size() + 1024);
+  const auto j = nlohmann::json::parse(run("info --json " + path("a.fzg")).out);
+  EXPECT_EQ(j["stored_exactly"], true);
+  EXPECT_EQ(j["mode"], "abs");
+  ASSERT_EQ(run("decompress -i " + path("a.fzg") + " -o " + path("a.out")).exit_code, 0);
+  EXPECT_EQ(slurp(path("a.out")), slurp(path("a.f32")));
+  write_field("b.f32", 20000);
+  ASSERT_EQ(run("compress -i " + path("b.f32") + " -l 20000 -m abs -e 0.5 -o " + path("b.fzg")).exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(run("info --json " + path("b.fzg")).out)["stored_exactly"], false);
+}
+
+// nlohmann prints inf as null; fzg prints the string "inf" (and "-inf", "nan").
+TEST_F(Cli, JsonWritesNonFiniteNumbersAsStrings) {
+  const CommandResult r = run("eval --gen turbulent -l 40x30x20 -m lossless --repeat 1 --device cpu --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["psnr_db"], "inf");
+  EXPECT_FALSE(contains(r.out, "null"));
+}
+
+TEST_F(Cli, EvalNamesTheFzGpuFormatRatioAndHelpExplainsIt) {
+  const CommandResult r = run("eval --gen turbulent -l 40x30x20 --repeat 1 --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "FZ-GPU format")) << r.out;
+  EXPECT_FALSE(contains(r.out, "yardstick")) << r.out;
+  const std::string help = run("eval --help").out;
+  EXPECT_TRUE(contains(help, "FZ-GPU format")) << help;
+  EXPECT_TRUE(contains(help, "no outlier handling")) << help;
+}
+
+// --- Progress ---
+
+TEST_F(Cli, NoProgressWhenStderrIsNotATerminal) {
+  write_field("a.f32", 3000);
+  const CommandResult r = run("compress -i " + path("a.f32") + " -l 3000 -o " + path("a.fzg"), "FZG_PROGRESS_DELAY=0 ");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "\r")) << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;  // the summary alone
+}
+
+// On a terminal (a pseudo-terminal here), with no delay: each step's line, ended by a newline.
+TEST_F(Cli, ProgressShowsOnATerminal) {
+  write_field("a.f32", 3000);
+  const int master = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0) GTEST_SKIP() << "no pseudo-terminal here";
+  ASSERT_EQ(grantpt(master), 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  const std::string terminal = ptsname(master);
+  const int slave = open(terminal.c_str(), O_RDWR | O_NOCTTY);  // keeps what was written readable
+  ASSERT_GE(slave, 0);
+  const std::string command = "FZG_PROGRESS_DELAY=0 " + std::string(FZG_BINARY) + " compress -i " + path("a.f32") +
+                              " -l 3000 -o " + path("a.fzg") + " 2>" + terminal;
+  EXPECT_EQ(std::system(command.c_str()), 0);
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  std::string shown;
+  char chunk[4096];
+  for (ssize_t n; (n = read(master, chunk, sizeof chunk)) > 0;) shown.append(chunk, size_t(n));
+  close(slave);
+  close(master);
+  EXPECT_TRUE(contains(shown, "\rreading '" + path("a.f32") + "': 12.0 kB in ")) << shown;
+  EXPECT_TRUE(contains(shown, "\rcompressing 12.0 kB: ")) << shown;
+  EXPECT_TRUE(contains(shown, "\rwriting '" + path("a.fzg") + "': ")) << shown;
+}
+
+TEST(CliProgress, BytesAreDecimal) {
+  EXPECT_EQ(cli::format_bytes(512), "512 B");
+  EXPECT_EQ(cli::format_bytes(1500), "1.50 kB");
+  EXPECT_EQ(cli::format_bytes(64e6), "64.0 MB");
+  EXPECT_EQ(cli::format_bytes(4e9), "4.00 GB");
+  EXPECT_EQ(cli::format_bytes(999.7e6), "1.00 GB");
+  EXPECT_EQ(cli::format_rate(850e6), "850 MB/s");
+  EXPECT_EQ(cli::format_rate(1.25e9), "1.25 GB/s");
+}
+
+TEST(CliProgress, SecondsReadAsMinutesAndHours) {
+  EXPECT_EQ(cli::format_seconds(0.42), "0.4 s");
+  EXPECT_EQ(cli::format_seconds(12.3), "12 s");
+  EXPECT_EQ(cli::format_seconds(185), "3 min 05 s");
+  EXPECT_EQ(cli::format_seconds(7620), "2 h 07 min");
+}
+
+TEST(CliProgress, BytesLineShowsDoneOfTotalRateAndTimeLeft) {
+  cli::ProgressState s;
+  s.what = "reading a.f32";
+  s.unit = cli::ProgressUnit::bytes;
+  s.done = 1.2e9, s.total = 4e9, s.elapsed_s = 1.5;
+  EXPECT_EQ(cli::progress_line(s), "reading a.f32: 1.20 GB of 4.00 GB (30%), 800 MB/s, ETA 3.5 s");
+}
+
+TEST(CliProgress, BytesLineWithoutTotalShowsRateAndElapsedTime) {
+  cli::ProgressState s;
+  s.what = "reading standard input";
+  s.unit = cli::ProgressUnit::bytes;
+  s.done = 3e9, s.elapsed_s = 2;
+  EXPECT_EQ(cli::progress_line(s), "reading standard input: 3.00 GB, 1.50 GB/s, 2.0 s");
+}
+
+TEST(CliProgress, FinishedBytesLineShowsTimeAndRate) {
+  cli::ProgressState s;
+  s.what = "writing a.fzg";
+  s.unit = cli::ProgressUnit::bytes;
+  s.done = s.total = 4e9, s.elapsed_s = 3.2, s.finished = true;
+  EXPECT_EQ(cli::progress_line(s), "writing a.fzg: 4.00 GB in 3.2 s (1.25 GB/s)");
+}
+
+TEST(CliProgress, CountLineShowsRunsAndTimeLeft) {
+  cli::ProgressState s;
+  s.what = "eval";
+  s.unit = cli::ProgressUnit::count;
+  s.noun = "round trips";
+  s.done = 3, s.total = 10, s.elapsed_s = 6;
+  EXPECT_EQ(cli::progress_line(s), "eval: 3 of 10 round trips (30%), 6.0 s, ETA 14 s");
+}
+
+// Estimated when a run ends, the time left counts down while the next one goes on.
+TEST(CliProgress, TimeLeftCountsDownBetweenUpdates) {
+  cli::ProgressState s;
+  s.what = "eval";
+  s.unit = cli::ProgressUnit::count;
+  s.noun = "round trips";
+  s.done = 1, s.total = 4, s.updated_s = 2, s.elapsed_s = 3;
+  EXPECT_EQ(cli::progress_line(s), "eval: 1 of 4 round trips (25%), 3.0 s, ETA 5.0 s");
+  s.elapsed_s = 20;  // longer than estimated: nothing left to count down
+  EXPECT_EQ(cli::progress_line(s), "eval: 1 of 4 round trips (25%), 20 s, ETA 0.0 s");
+}
+
+// bench's runs differ in cost: the share of the work, not of the runs, gives the time left.
+TEST(CliProgress, WeightedWorkGivesThePercentageAndTimeLeft) {
+  cli::ProgressState s;
+  s.what = "bench";
+  s.unit = cli::ProgressUnit::count;
+  s.done = 50, s.total = 100, s.work_done = 1, s.work_total = 4, s.elapsed_s = 10;
+  EXPECT_EQ(cli::progress_line(s), "bench: 50 of 100 runs (25%), 10 s, ETA 30 s");
+}
+
+// One library call has no measure of progress: the time it has taken, nothing invented.
+TEST(CliProgress, TimeLineShowsElapsedTimeAlone) {
+  cli::ProgressState s;
+  s.what = "compressing 4.00 GB";
+  s.unit = cli::ProgressUnit::time;
+  s.elapsed_s = 3.24;
+  EXPECT_EQ(cli::progress_line(s), "compressing 4.00 GB: 3.2 s");
+}
+
+std::string written_to(const std::function<void(std::FILE*)>& use) {
+  std::FILE* f = std::tmpfile();
+  use(f);
+  std::fflush(f);
+  std::rewind(f);
+  std::string text;
+  for (int c; (c = std::fgetc(f)) != EOF;) text += char(c);
+  std::fclose(f);
+  return text;
+}
+
+TEST(CliProgress, DisabledProgressWritesNothing) {
+  const std::string text = written_to([](std::FILE* f) {
+    cli::Progress p("reading", cli::ProgressUnit::bytes, 100, false, f, 0);
+    p.set(100);
+    p.finish();
+  });
+  EXPECT_EQ(text, "");
+}
+
+TEST(CliProgress, ShortWorkWritesNothing) {
+  const std::string text = written_to([](std::FILE* f) {
+    cli::Progress p("reading", cli::ProgressUnit::bytes, 100, true, f, 60);
+    p.set(100);
+  });
+  EXPECT_EQ(text, "");
+}
+
+TEST(CliProgress, LongWorkEndsItsLineWithANewline) {
+  const std::string text = written_to([](std::FILE* f) {
+    cli::Progress p("eval", cli::ProgressUnit::count, 2, true, f, 0);
+    p.set(2);
+    p.finish();
+  });
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.front(), '\r');
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_TRUE(text.find("eval: 2 runs in ") != std::string::npos) << text;
+}
+
+// A step inside a step that already shows its line (bench generating its field) stays silent.
+TEST(CliProgress, OnlyTheOutermostProgressDraws) {
+  const std::string text = written_to([](std::FILE* f) {
+    cli::Progress outer("bench", cli::ProgressUnit::count, 2, true, f, 3600);
+    cli::Progress inner("generating", cli::ProgressUnit::time, 0, true, f, 0);
+    EXPECT_TRUE(outer.enabled());
+    EXPECT_FALSE(inner.enabled());
+    inner.finish();
+  });
+  EXPECT_EQ(text, "");
 }
 
 }  // namespace
