@@ -34,12 +34,15 @@ class Reader {
     return value;
   }
   const uint8_t* take(uint64_t n, const char* what) {
-    require_data(n <= size_ - pos_, what);
+    require_data(pos_ <= size_ && n <= size_ - pos_, what);
     const uint8_t* p = data_ + pos_;
     pos_ += n;
     return p;
   }
-  void seek(uint64_t pos) { pos_ = pos; }
+  void seek(uint64_t pos) {
+    require_data(pos <= size_, "metadata");
+    pos_ = pos;
+  }
   uint64_t position() const { return pos_; }
 
  private:
@@ -131,7 +134,7 @@ Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_b
   require_data(mode >= 1 && mode <= 4, "error mode");
   c.header.mode = ErrorMode(mode);
   const uint8_t rank = r.get<uint8_t>("header");
-  r.get<uint8_t>("header");
+  require_data(r.get<uint8_t>("header") == 0, "reserved header byte");
   const uint32_t graph_bytes = r.get<uint32_t>("header");
   const uint64_t x = r.get<uint64_t>("dims"), y = r.get<uint64_t>("dims"), z = r.get<uint64_t>("dims");
   try {
@@ -150,9 +153,10 @@ Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_b
   const uint32_t stage_count = r.get<uint32_t>("header"), stream_count = r.get<uint32_t>("header");
   const uint64_t payload = r.get<uint64_t>("header");
   const uint64_t stored_sum = r.get<uint64_t>("header");
-  r.seek(fixed_header_bytes);
+  require_data(r.get<uint64_t>("header") == 0, "reserved header bytes");
   c.graph_json.assign(reinterpret_cast<const char*>(r.take(graph_bytes, "graph")), graph_bytes);
-  r.seek(fixed_header_bytes + padded8(graph_bytes));
+  const uint8_t* padding = r.take(padded8(graph_bytes) - graph_bytes, "graph");
+  for (uint64_t i = 0; i < padded8(graph_bytes) - graph_bytes; ++i) require_data(padding[i] == 0, "graph padding");
   for (uint32_t i = 0; i < stage_count; ++i) {
     StageRecord st;
     const uint32_t flags = r.get<uint32_t>("stage table");

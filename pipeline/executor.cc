@@ -438,6 +438,16 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
   Buffer data = ports.at({-1, ""});
   require_data(data.size() == field_bytes, "decoded field size");
   timer.start();
+  // A field stored as a stream (a graph storing `input`, a stage stored raw on it) is still a
+  // view into the file, which may be a copy freed on return or the caller's own buffer: it
+  // gets memory of its own.
+  const bool view_of_file = data.location() == source.location() && data.data() >= source.data() &&
+                            data.data() < source.data() + source.size();
+  if (view_of_file && !destination.data()) {
+    Buffer own = data.on_device() ? Buffer::device(field_bytes, ctx.stream) : Buffer::host(field_bytes);
+    copy_bytes(own.data(), own.location(), data.data(), data.location(), field_bytes, ctx.stream);
+    data = own;
+  }
   if (destination.data() && data.data() != destination.data()) {
     copy_bytes(destination.data(), destination.location(), data.data(), data.location(), field_bytes, ctx.stream);
     data = destination.slice(0, field_bytes);

@@ -74,8 +74,12 @@ Dims Dims::make(const std::vector<uint64_t>& fastest_first) {
   }
   d.x = extent[0], d.y = extent[1], d.z = extent[2];
   d.rank = d.z > 1 ? 3 : d.y > 1 ? 2 : 1;
-  const uint64_t limit = uint64_t(1) << 62;
-  if (d.x > limit / d.y || d.x * d.y > limit / d.z) fail(ErrorCode::invalid_argument, "field too large");
+  // 2^56 values (288 PB of f32): every size derived from a field (bytes of any type, the
+  // outlier stream's worst case of 28 bytes a value) stays far inside 64 bits.
+  const uint64_t limit = uint64_t(1) << 56;
+  if (d.x > limit / d.y || d.x * d.y > limit / d.z)
+    fail(ErrorCode::invalid_argument, "field too large: " + std::to_string(d.x) + "x" + std::to_string(d.y) + "x" +
+                                          std::to_string(d.z) + " is more than 2^56 values");
   return d;
 }
 

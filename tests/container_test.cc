@@ -168,5 +168,88 @@ TEST(Container, EmptyStreamWithAValidChecksumIsAnError) {
   }
 }
 
+// The file with its metadata byte `at` set to `value` and the header checksum made good again.
+// `metadata_bytes` is the metadata's length (the file's own when not given).
+Buffer with_metadata_byte(const Buffer& file, uint64_t at, uint8_t value, uint64_t metadata_bytes = 0) {
+  if (metadata_bytes == 0) metadata_bytes = inspect(file).metadata_bytes;
+  Buffer bad = copy_of(file, file.size());
+  bad.data()[at] = value;
+  std::memset(bad.data() + 96, 0, 8);
+  const uint64_t sum = checksum_host(bad.data(), metadata_bytes);
+  std::memcpy(bad.data() + 96, &sum, 8);
+  return bad;
+}
+
+// Reserved header bytes (11 and 104-111) and the graph's padding are zero in every valid file.
+TEST(Container, NonZeroReservedOrPaddingBytesAreErrors) {
+  const Buffer file = sample_file();
+  const Container c = inspect(file);
+  EXPECT_NO_THROW(decompress(with_metadata_byte(file, 11, 0), {}));  // the helper alone changes nothing
+  expect_error([&] { decompress(with_metadata_byte(file, 11, 1), {}); }, ErrorCode::corrupt_data, "reserved");
+  for (uint64_t at = 104; at < 112; ++at)
+    expect_error([&] { decompress(with_metadata_byte(file, at, 0x40), {}); }, ErrorCode::corrupt_data, "reserved");
+  const uint64_t graph_end = fixed_header_bytes + c.graph_json.size();
+  ASSERT_LT(graph_end, fixed_header_bytes + padded8(c.graph_json.size())) << "the sample graph has no padding";
+  expect_error([&] { decompress(with_metadata_byte(file, graph_end, ' '), {}); }, ErrorCode::corrupt_data, "graph padding");
+}
+
+// A file claiming more than 2^56 values (whose byte size would wrap past 64 bits for f64) is
+// damage, not an 8-byte field.
+TEST(Container, DimsPastTheLimitAreAnError) {
+  const Buffer file = sample_file(DType::f64);
+  Buffer bad = copy_of(file, file.size());
+  const uint64_t x = (uint64_t(1) << 61) + 1, one = 1;
+  std::memcpy(bad.data() + 16, &x, 8);
+  std::memcpy(bad.data() + 24, &one, 8);
+  std::memcpy(bad.data() + 32, &one, 8);
+  bad.data()[10] = 1;
+  bad = with_metadata_byte(bad, 11, 0, inspect(file).metadata_bytes);
+  expect_error([&] { decompress(bad, {}); }, ErrorCode::corrupt_data, "dims");
+}
+
+// A graph that stores the field itself (a predictor alone, in lossless mode) returns memory of
+// its own, never a view into the file (or into the aligned copy of an unaligned file, freed on
+// return: a use after free that ASan reports).
+TEST(Container, FieldStoredAsAStreamOutlivesTheFile) {
+  const Graph graph = Graph::from_text(
+      R"({"name": "lorenzo-only", "stages": [{"id": "predict", "type": "lorenzo", "inputs": {"field": "input"}}],)"
+      R"( "store": ["predict.codes", "predict.outliers"]})");
+  const Dims d = Dims::make({33, 9, 9});
+  const Buffer field = testing::host_buffer(testing::make_values<float>(testing::Hazard::smooth, d.count()));
+  CompressOptions options;
+  options.bound = {ErrorMode::lossless, 0};
+  const Buffer file = compress(graph, {field.data(), Location::host, DType::f32, d}, options);
+  for (uint64_t shift : {0, 3}) {
+    Buffer holder = Buffer::host(file.size() + 8);
+    std::memcpy(holder.data() + shift, file.data(), file.size());
+    Decompressed out = decompress(holder.slice(shift, file.size()), {});
+    std::memset(holder.data(), 0xff, holder.size());  // the caller reuses its file buffer
+    holder = Buffer();
+    ASSERT_EQ(out.data.size(), field.size());
+    EXPECT_EQ(std::memcmp(out.data.data(), field.data(), field.size()), 0) << "shift " << shift;
+  }
+}
+
+// A zero-block stream too short for the group flags of the size it claims is damage, found
+// before the claimed output (here 2^51 bytes) is allocated.
+TEST(Container, ZeroBlockClaimingAHugeOutputIsAnErrorNotAnAllocation) {
+  const Buffer file = sample_file();
+  const Container c = inspect(file);
+  Container patched = c;
+  const size_t pack = c.stages.size() - 1;  // the default graph's last stage: zero-block
+  patched.stages[pack].input_sizes = {uint64_t(1) << 51};
+  patched.header.dims = Dims::make({uint64_t(1) << 50});
+  const std::vector<uint8_t> metadata = write_metadata(patched);
+  ASSERT_EQ(metadata.size(), c.metadata_bytes);
+  Buffer bad = copy_of(file, file.size());
+  std::memcpy(bad.data(), metadata.data(), metadata.size());
+  try {
+    decompress(bad, {});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::corrupt_data) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace fzg

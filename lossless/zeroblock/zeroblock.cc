@@ -43,6 +43,9 @@ class ZeroBlockStage final : public Stage {
                              const std::vector<uint64_t>& input_sizes) override {
     const uint64_t size = input_sizes.at(0);
     const Buffer& encoded = outputs.at(0);
+    // The group flags alone cover the whole output: a stream too short for them is damage,
+    // found before the output is allocated (a small file may not claim petabytes).
+    require_data(encoded.size() / 4 >= zeroblock::Layout(size, block_words_).group_flag_words, "zero-block flags");
     if (ctx.device == Device::cuda) {
 #ifdef FZG_HAVE_CUDA
       Buffer out = Buffer::device(size, ctx.stream);
