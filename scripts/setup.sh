@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building fzg needs from Debian/Ubuntu packages, skipping what is present.
 # CUDA is optional: with nvcc on the PATH (or in /usr/local/cuda/bin) the CUDA backend builds too.
+# pkg-config is for tests/package/check.sh (the installed fzg.pc).
 set -euo pipefail
-packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libgtest-dev)
+packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
