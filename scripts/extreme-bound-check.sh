@@ -34,8 +34,10 @@ for dtype, code, largest in (("f32", "f", 3.4028234663852886e38), ("f64", "d", 1
     write("upper_half", "4099", [largest] + [rng.uniform(largest / 2, largest) for _ in range(4098)])
 PY
 
+# Every backend present, or those named in $FZG_EXTREME_DEVICES (e.g. "cuda").
 devices=(cpu)
 "$fzg" compress --device cuda -i "$work/f32_max_and_lowest_2.raw" -t f32 -l 2 -o "$work/probe.fzg" 2>/dev/null && devices+=(cuda)
+[ -n "${FZG_EXTREME_DEVICES:-}" ] && read -r -a devices <<<"$FZG_EXTREME_DEVICES"
 bounds=() cuda_bounds=()
 for k in $(seq 0 80); do
   bounds+=("rel:$(python3 -c "print(repr(10 ** (-1 - $k / 10)))")")
