@@ -1,5 +1,6 @@
 #include "pipeline/registry.hh"
 
+#include <algorithm>
 #include <map>
 
 #include "bitshuffle/bitshuffle.hh"
@@ -86,17 +87,61 @@ std::string to_string(PortType t) {
 StageParams::StageParams(std::string stage_type, const nlohmann::json& params)
     : stage_type_(std::move(stage_type)), params_(params.is_null() ? nlohmann::json::object() : params) {}
 
-int64_t StageParams::integer(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
+const nlohmann::json* StageParams::find(const std::string& key) {
   read_.push_back(key);
-  if (!params_.contains(key)) return fallback;
-  const auto& value = params_.at(key);
-  if (!value.is_number_integer())
-    fail(ErrorCode::invalid_config, "stage '" + stage_type_ + "': parameter \"" + key + "\" must be an integer");
+  return params_.contains(key) ? &params_.at(key) : nullptr;
+}
+
+void StageParams::reject(const std::string& key, const std::string& what) const {
+  fail(ErrorCode::invalid_config, "stage '" + stage_type_ + "': parameter \"" + key + "\" " + what);
+}
+
+int64_t StageParams::checked_integer(const std::string& key, const nlohmann::json& value, int64_t min,
+                                     int64_t max) const {
+  if (!value.is_number_integer()) reject(key, "must be an integer");
   const int64_t v = value.get<int64_t>();
   if (v < min || v > max)
-    fail(ErrorCode::invalid_config, "stage '" + stage_type_ + "': parameter \"" + key + "\" = " + std::to_string(v) +
-                                        " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    reject(key, "= " + std::to_string(v) + " is out of range [" + std::to_string(min) + ", " + std::to_string(max) + "]");
   return v;
+}
+
+int64_t StageParams::integer(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
+  const nlohmann::json* value = find(key);
+  return value ? checked_integer(key, *value, min, max) : fallback;
+}
+
+bool StageParams::boolean(const std::string& key, bool fallback) {
+  const nlohmann::json* value = find(key);
+  if (!value) return fallback;
+  if (!value->is_boolean()) reject(key, "must be true or false");
+  return value->get<bool>();
+}
+
+std::string StageParams::text(const std::string& key, const std::string& fallback) {
+  const nlohmann::json* value = find(key);
+  if (!value) return fallback;
+  if (!value->is_string()) reject(key, "must be a string");
+  return value->get<std::string>();
+}
+
+std::string StageParams::choice(const std::string& key, const std::string& fallback,
+                                const std::vector<std::string>& choices) {
+  const std::string v = text(key, fallback);
+  if (std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
+  std::string listed;
+  for (const auto& c : choices) listed += (listed.empty() ? "" : ", ") + c;
+  reject(key, "= \"" + v + "\" is not one of " + listed);
+}
+
+std::vector<int64_t> StageParams::integers(const std::string& key, const std::vector<int64_t>& fallback, int64_t min,
+                                           int64_t max) {
+  const nlohmann::json* value = find(key);
+  if (!value) return fallback;
+  if (!value->is_array()) reject(key, "must be a list of integers");
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < value->size(); ++i)
+    out.push_back(checked_integer(key + "[" + std::to_string(i) + "]", value->at(i), min, max));
+  return out;
 }
 
 void StageParams::finish() const {

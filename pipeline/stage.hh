@@ -60,14 +60,27 @@ class Stage {
                                      const std::vector<uint64_t>& input_sizes) = 0;
 };
 
-// Reads a stage's JSON parameters; finish() rejects any key nobody asked for.
+// Reads a stage's JSON parameters; each reader returns `fallback` when the key is absent and
+// fails with invalid_config, naming the stage and the key, when its value is of another kind
+// or out of range. finish() rejects any key nobody asked for.
 class StageParams {
  public:
   StageParams(std::string stage_type, const nlohmann::json& params);
   int64_t integer(const std::string& key, int64_t fallback, int64_t min, int64_t max);
+  bool boolean(const std::string& key, bool fallback);
+  std::string text(const std::string& key, const std::string& fallback);
+  // An enumeration spelled as strings: one of `choices`.
+  std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& choices);
+  // A list of integers, each in [min, max].
+  std::vector<int64_t> integers(const std::string& key, const std::vector<int64_t>& fallback, int64_t min, int64_t max);
   void finish() const;
 
  private:
+  // The key's value, or null when absent; either way the key counts as read.
+  const nlohmann::json* find(const std::string& key);
+  [[noreturn]] void reject(const std::string& key, const std::string& what) const;
+  int64_t checked_integer(const std::string& key, const nlohmann::json& value, int64_t min, int64_t max) const;
+
   std::string stage_type_;
   nlohmann::json params_;
   std::vector<std::string> read_;

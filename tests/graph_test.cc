@@ -1,5 +1,6 @@
 // The graph loader: valid configs load, and every kind of mistake names what is wrong.
 #include "pipeline/graph.hh"
+#include "pipeline/stage.hh"
 #include "test_util.hh"
 
 namespace fzg {
@@ -105,6 +106,50 @@ TEST(Graph, LosslessVariantFeedsTheInputToTheCodesConsumer) {
   ASSERT_EQ(g.nodes().size(), 2u);
   EXPECT_TRUE(g.nodes()[0].inputs[0].is_input());
   EXPECT_EQ(g.stored().size(), 1u);
+}
+
+// Every kind of parameter a stage may declare: the value when given, the fallback when not,
+// and a one-line invalid_config naming the stage and key when the value is of another kind.
+TEST(StageParamsReader, ReadsIntegersBooleansStringsChoicesAndLists) {
+  StageParams p("demo", nlohmann::json::parse(
+                            R"({"n": 4, "on": true, "name": "x", "mode": "fast", "widths": [1, 2, 4]})"));
+  EXPECT_EQ(p.integer("n", 1, 1, 8), 4);
+  EXPECT_EQ(p.boolean("on", false), true);
+  EXPECT_EQ(p.text("name", ""), "x");
+  EXPECT_EQ(p.choice("mode", "slow", {"slow", "fast"}), "fast");
+  EXPECT_EQ(p.integers("widths", {}, 1, 8), (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(p.integer("absent", 7, 1, 8), 7);
+  EXPECT_EQ(p.choice("absent_mode", "slow", {"slow", "fast"}), "slow");
+  EXPECT_EQ(p.integers("absent_list", {3}, 1, 8), (std::vector<int64_t>{3}));
+  EXPECT_NO_THROW(p.finish());
+}
+
+TEST(StageParamsReader, WrongKindsAndRangesNameTheKey) {
+  const auto message = [](const char* json, auto read) -> std::string {
+    StageParams p("demo", nlohmann::json::parse(json));
+    try {
+      read(p);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_config);
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(message(R"({"on": 1})", [](StageParams& p) { p.boolean("on", false); }).find("\"on\" must be true or false"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"name": 3})", [](StageParams& p) { p.text("name", ""); }).find("\"name\" must be a string"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"mode": "warp"})", [](StageParams& p) { p.choice("mode", "slow", {"slow", "fast"}); })
+                .find("\"warp\" is not one of slow, fast"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"widths": 4})", [](StageParams& p) { p.integers("widths", {}, 1, 8); }).find("list of integers"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"widths": [1, 9]})", [](StageParams& p) { p.integers("widths", {}, 1, 8); })
+                .find("\"widths[1]\" = 9 is out of range [1, 8]"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"widths": [1, "2"]})", [](StageParams& p) { p.integers("widths", {}, 1, 8); })
+                .find("\"widths[1]\" must be an integer"),
+            std::string::npos);
 }
 
 }  // namespace
