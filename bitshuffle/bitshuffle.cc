@@ -21,7 +21,7 @@ class BitshuffleStage final : public Stage {
     return {bitshuffle::shuffled_size(in.at(0))};
   }
 
-  std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) override {
+  std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) const override {
     const Buffer& in = inputs.at(0);
     const uint64_t size = bitshuffle::shuffled_size(in.size());
     if (ctx.device == Device::cuda) {
@@ -37,7 +37,7 @@ class BitshuffleStage final : public Stage {
   }
 
   std::vector<Buffer> decode(const StageContext& ctx, const std::vector<Buffer>& outputs,
-                             const std::vector<uint64_t>& input_sizes) override {
+                             const std::vector<uint64_t>& input_sizes) const override {
     const uint64_t size = input_sizes.at(0);
     require_data(outputs.at(0).size() == bitshuffle::shuffled_size(size), "bitshuffle stream size");
     if (ctx.device == Device::cuda) {

@@ -32,7 +32,7 @@ struct GraphNode {
   std::string id;
   std::string type;
   std::vector<PortRef> inputs;  // in the order of the stage's input ports
-  std::shared_ptr<Stage> stage;
+  std::shared_ptr<const Stage> stage;  // shared by copies of the graph and by every call
 };
 
 class Graph {

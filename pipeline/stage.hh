@@ -54,10 +54,12 @@ class Stage {
   virtual std::vector<uint64_t> max_output_sizes(const StageContext& ctx,
                                                  const std::vector<uint64_t>& input_sizes) const = 0;
   // Inputs and outputs live on the device when ctx.device is cuda, on the host otherwise.
-  virtual std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) = 0;
+  // const: a stage is shared by every call and thread using its graph (and by the stored-graph
+  // cache); what one call needs lives in that call.
+  virtual std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) const = 0;
   // input_sizes are the sizes encode saw, recorded in the file.
   virtual std::vector<Buffer> decode(const StageContext& ctx, const std::vector<Buffer>& outputs,
-                                     const std::vector<uint64_t>& input_sizes) = 0;
+                                     const std::vector<uint64_t>& input_sizes) const = 0;
 };
 
 // Reads a stage's JSON parameters; each reader returns `fallback` when the key is absent and

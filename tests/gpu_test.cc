@@ -77,6 +77,11 @@ void expect_cpu_files_at_the_largest_values(DType type) {
   }
 }
 
+TEST(Gpu, ConcurrentCallsOnOneGraphGiveTheSequentialResults) {
+  FZG_REQUIRE_GPU();
+  testing::expect_concurrent_calls_match_sequential(Device::cuda);
+}
+
 TEST(Gpu, FloatMaxNeverComesBackAsInfinity) {
   FZG_REQUIRE_GPU();
   expect_cpu_files_at_the_largest_values<float>(DType::f32);

@@ -142,6 +142,10 @@ TEST(RoundTripBound, HopelesslyTightBoundStoresTheFieldExactly) {
   EXPECT_EQ(std::memcmp(out.data.data(), b.data(), b.size()), 0);
 }
 
+TEST(RoundTripBound, ConcurrentCallsOnOneGraphGiveTheSequentialResults) {
+  testing::expect_concurrent_calls_match_sequential(Device::cpu);
+}
+
 TEST(RoundTripBound, LossyModeRejectsIntegerTypes) {
   Buffer b = Buffer::host(16);
   CompressOptions options;

@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -189,6 +190,53 @@ uint64_t count_lost_finites(const T* a, const T* b, uint64_t n) {
   uint64_t lost = 0;
   for (uint64_t i = 0; i < n; ++i) lost += std::isfinite(a[i]) && !std::isfinite(b[i]);
   return lost;
+}
+
+// One graph, its stages shared, used by several threads at once: each thread's files and
+// fields are those it gets alone (stages are const; each call's state is its own).
+inline void expect_concurrent_calls_match_sequential(Device device) {
+  const Graph graph = Graph::default_fz();
+  const std::vector<Hazard> hazards = {Hazard::smooth, Hazard::noise, Hazard::nan_inf, Hazard::spikes,
+                                       Hazard::near_1000, Hazard::steps, Hazard::fill_values, Hazard::denormals};
+  const std::vector<std::vector<uint64_t>> shapes = {{67, 13, 17}, {300, 41}, {100003}, {33, 9, 9}};
+  struct Work {
+    Buffer field;
+    FieldRef ref;
+    Buffer file, decoded;
+  };
+  std::vector<Work> work(hazards.size());
+  CompressOptions copt;
+  copt.bound = {ErrorMode::rel, 1e-4};
+  copt.device = device;
+  DecompressOptions dopt;
+  dopt.device = device;
+  for (size_t i = 0; i < work.size(); ++i) {
+    const Dims dims = Dims::make(shapes[i % shapes.size()]);
+    work[i].field = i % 2 ? host_buffer(make_values<double>(hazards[i], dims.count(), i))
+                          : host_buffer(make_values<float>(hazards[i], dims.count(), i));
+    work[i].ref = {work[i].field.data(), Location::host, i % 2 ? DType::f64 : DType::f32, dims};
+    work[i].file = compress(graph, work[i].ref, copt);
+    work[i].decoded = decompress(work[i].file, dopt).data;
+  }
+  std::vector<std::string> failures(work.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < work.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        for (int round = 0; round < 4; ++round) {
+          const Buffer file = compress(graph, work[i].ref, copt);
+          const Buffer decoded = decompress(file, dopt).data;
+          if (file.size() != work[i].file.size() || std::memcmp(file.data(), work[i].file.data(), file.size()) != 0)
+            failures[i] = "file differs in round " + std::to_string(round);
+          else if (std::memcmp(decoded.data(), work[i].decoded.data(), decoded.size()) != 0)
+            failures[i] = "field differs in round " + std::to_string(round);
+        }
+      } catch (const std::exception& e) {
+        failures[i] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < work.size(); ++i) EXPECT_EQ(failures[i], "") << "thread " << i << " (" << to_string(hazards[i]) << ")";
 }
 
 // The field bytes of a case.

@@ -27,7 +27,7 @@ class ZeroBlockStage final : public Stage {
     return {zeroblock::Layout(in.at(0), block_words_).max_encoded_bytes()};
   }
 
-  std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) override {
+  std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) const override {
     const Buffer& in = inputs.at(0);
     if (ctx.device == Device::cuda) {
 #ifdef FZG_HAVE_CUDA
@@ -40,7 +40,7 @@ class ZeroBlockStage final : public Stage {
   }
 
   std::vector<Buffer> decode(const StageContext& ctx, const std::vector<Buffer>& outputs,
-                             const std::vector<uint64_t>& input_sizes) override {
+                             const std::vector<uint64_t>& input_sizes) const override {
     const uint64_t size = input_sizes.at(0);
     const Buffer& encoded = outputs.at(0);
     // The group flags alone cover the whole output: a stream too short for them is damage,

@@ -99,7 +99,7 @@ class LorenzoStage final : public Stage {
     return {2 * n, lorenzo::outlier_stream_size({n, n}, ctx.dtype)};
   }
 
-  std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) override {
+  std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) const override {
     check_field(ctx);
     const uint64_t n = ctx.dims.count();
     if (inputs.at(0).size() != n * dtype_size(ctx.dtype))
@@ -118,7 +118,7 @@ class LorenzoStage final : public Stage {
   }
 
   std::vector<Buffer> decode(const StageContext& ctx, const std::vector<Buffer>& outputs,
-                             const std::vector<uint64_t>&) override {
+                             const std::vector<uint64_t>&) const override {
     check_field(ctx);
     const uint64_t n = ctx.dims.count();
     require_data(outputs.at(0).size() == 2 * n, "lorenzo codes size");
