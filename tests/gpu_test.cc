@@ -53,28 +53,19 @@ INSTANTIATE_TEST_SUITE_P(Cases, GpuMatchesCpu, ::testing::ValuesIn(testing::roun
 template <typename T>
 void expect_cpu_files_at_the_largest_values(DType type) {
   const Graph graph = Graph::default_fz();
-  for (const testing::ExtremeField& f : testing::extreme_fields<T>()) {
-    const Dims dims = Dims::make(f.dims);
-    for (const ErrorBound& bound : testing::extreme_bounds(type)) {
-      SCOPED_TRACE(f.name + " " + to_string(bound.mode) + " " + std::to_string(bound.value));
-      CompressOptions on_cpu, on_gpu;
-      on_cpu.bound = on_gpu.bound = bound;
-      on_gpu.device = Device::cuda;
-      const FieldRef field{f.bytes.data(), Location::host, type, dims};
-      const Buffer cpu_file = compress(graph, field, on_cpu);
-      const Buffer gpu_file = compress(graph, field, on_gpu);
-      ASSERT_EQ(cpu_file.size(), gpu_file.size());
-      EXPECT_EQ(std::memcmp(cpu_file.data(), gpu_file.data(), cpu_file.size()), 0);
-      DecompressOptions gpu_decode;
-      gpu_decode.device = Device::cuda;
-      const Decompressed out = decompress(gpu_file, gpu_decode);
-      ASSERT_EQ(out.data.size(), f.bytes.size());
-      const T* in = f.bytes.as<T>();
-      const double eb = testing::requested_bound(bound, in, dims.count(), out.header.quant.error_bound);
-      EXPECT_EQ(testing::count_lost_finites(in, out.data.as<T>(), dims.count()), 0u);
-      EXPECT_EQ(testing::count_violations(in, out.data.as<T>(), dims.count(), eb), 0u) << "bound " << eb;
-    }
-  }
+  testing::for_each_extreme_case<T>(type, [&](const testing::ExtremeField& f, const Dims& dims, const ErrorBound& bound) {
+    CompressOptions on_cpu, on_gpu;
+    on_cpu.bound = on_gpu.bound = bound;
+    on_gpu.device = Device::cuda;
+    const FieldRef field{f.bytes.data(), Location::host, type, dims};
+    const Buffer cpu_file = compress(graph, field, on_cpu);
+    const Buffer gpu_file = compress(graph, field, on_gpu);
+    ASSERT_EQ(cpu_file.size(), gpu_file.size());
+    EXPECT_EQ(std::memcmp(cpu_file.data(), gpu_file.data(), cpu_file.size()), 0);
+    DecompressOptions gpu_decode;
+    gpu_decode.device = Device::cuda;
+    testing::expect_requested_bound_held<T>(f, bound, decompress(gpu_file, gpu_decode));
+  });
 }
 
 TEST(Gpu, ConcurrentCallsOnOneGraphGiveTheSequentialResults) {

@@ -89,22 +89,12 @@ TEST(RoundTripBound, LosslessModeAcceptsIntegerTypes) {
 template <typename T>
 void expect_bound_at_the_largest_values(DType type) {
   const Graph graph = Graph::default_fz();
-  for (const testing::ExtremeField& f : testing::extreme_fields<T>()) {
-    const Dims dims = Dims::make(f.dims);
-    for (const ErrorBound& bound : testing::extreme_bounds(type)) {
-      SCOPED_TRACE(f.name + " " + to_string(bound.mode) + " " + std::to_string(bound.value));
-      CompressOptions options;
-      options.bound = bound;
-      const Buffer file = compress(graph, {f.bytes.data(), Location::host, type, dims}, options);
-      const Decompressed out = decompress(file, {});
-      ASSERT_EQ(out.data.size(), f.bytes.size());
-      const T* in = f.bytes.as<T>();
-      const double eb = testing::requested_bound(bound, in, dims.count(), out.header.quant.error_bound);
-      EXPECT_LE(out.header.quant.error_bound, std::nextafter(eb, INFINITY));  // the same product, maybe rounded apart
-      EXPECT_EQ(testing::count_lost_finites(in, out.data.as<T>(), dims.count()), 0u);
-      EXPECT_EQ(testing::count_violations(in, out.data.as<T>(), dims.count(), eb), 0u) << "bound " << eb;
-    }
-  }
+  testing::for_each_extreme_case<T>(type, [&](const testing::ExtremeField& f, const Dims& dims, const ErrorBound& bound) {
+    CompressOptions options;
+    options.bound = bound;
+    const Buffer file = compress(graph, {f.bytes.data(), Location::host, type, dims}, options);
+    testing::expect_requested_bound_held<T>(f, bound, decompress(file, {}));
+  });
 }
 
 TEST(RoundTripBound, FloatMaxNeverComesBackAsInfinity) { expect_bound_at_the_largest_values<float>(DType::f32); }

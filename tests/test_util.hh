@@ -192,6 +192,29 @@ uint64_t count_lost_finites(const T* a, const T* b, uint64_t n) {
   return lost;
 }
 
+// check(field, dims, bound) for every extreme field of T at every extreme bound, traced.
+template <typename T, typename Check>
+void for_each_extreme_case(DType type, Check check) {
+  for (const ExtremeField& f : extreme_fields<T>())
+    for (const ErrorBound& bound : extreme_bounds(type)) {
+      SCOPED_TRACE(f.name + " " + fzg::to_string(bound.mode) + " " + std::to_string(bound.value));
+      check(f, Dims::make(f.dims), bound);
+    }
+}
+
+// The decoded field holds the bound the request means (computed apart from the library) at
+// every point, and no finite value came back as +-inf or NaN.
+template <typename T>
+void expect_requested_bound_held(const ExtremeField& f, const ErrorBound& bound, const Decompressed& out) {
+  ASSERT_EQ(out.data.size(), f.bytes.size());
+  const uint64_t n = f.bytes.size() / sizeof(T);
+  const T* in = f.bytes.as<T>();
+  const double eb = requested_bound(bound, in, n, out.header.quant.error_bound);
+  EXPECT_LE(out.header.quant.error_bound, std::nextafter(eb, INFINITY));  // the same product, maybe rounded apart
+  EXPECT_EQ(count_lost_finites(in, out.data.as<T>(), n), 0u);
+  EXPECT_EQ(count_violations(in, out.data.as<T>(), n, eb), 0u) << "bound " << eb;
+}
+
 // One graph, its stages shared, used by several threads at once: each thread's files and
 // fields are those it gets alone (stages are const; each call's state is its own).
 inline void expect_concurrent_calls_match_sequential(Device device) {
