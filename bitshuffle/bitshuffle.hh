@@ -35,10 +35,9 @@ inline uint64_t shuffled_size(uint64_t input_bytes) { return (input_bytes + tile
 
 void encode_cpu(const uint8_t* input, uint64_t input_bytes, uint32_t* output);
 void decode_cpu(const uint32_t* input, uint8_t* output, uint64_t output_bytes);
-#ifdef FZG_HAVE_CUDA
+// CUDA backend (defined in CUDA builds): the same bytes.
 void encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t* output, cudaStream_t stream);
 void decode_cuda(const uint32_t* input, uint8_t* output, uint64_t output_bytes, cudaStream_t stream);
-#endif
 
 }  // namespace bitshuffle
 }  // namespace fzg

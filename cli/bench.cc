@@ -124,7 +124,12 @@ struct Row {
 }  // namespace
 
 int run_bench(const BenchArgs& a) {
-  const Graph graph = load_graph(a.codec.config);
+  Graph graph = load_graph(a.codec.config);
+  if (a.chunk_values) {
+    nlohmann::json config = graph.to_json();
+    config["chunk_values"] = a.chunk_values;
+    graph = Graph::from_json(config);
+  }
   const ErrorBound bound = parse_bound(a.codec);
   const Device device = parse_device(a.codec.device);
   if (a.repeat < 1 || a.warmup < 0) fail(ErrorCode::invalid_argument, "--repeat >= 1 and --warmup >= 0");
@@ -195,11 +200,9 @@ int run_bench(const BenchArgs& a) {
     copt.bound = bound;
     copt.device = device;
     copt.output = resident;
-    copt.slab_values = a.slab_values;
     DecompressOptions dopt;
     dopt.device = device;
     dopt.output = resident;
-    dopt.slab_values = a.slab_values;
 
     Buffer file;
     Decompressed out;

@@ -443,19 +443,31 @@ int run_info(const std::string& path, bool json) {
   const Buffer file = read_file(path);
   const Container c = inspect(file);
   const nlohmann::json graph = nlohmann::json::parse(c.graph_json);
-  nlohmann::json streams = nlohmann::json::array();
-  for (size_t s = 0; s < c.streams.size(); ++s)
-    streams.push_back({{"name", graph["store"][s]}, {"size_bytes", c.streams[s].size},
-                       {"checksum", c.streams[s].checksum}, {"offset", c.stream_offsets[s]}});
-  nlohmann::json stages = nlohmann::json::array();
-  for (size_t i = 0; i < c.stages.size(); ++i)
-    stages.push_back({{"id", graph["stages"][i]["id"]}, {"raw", c.stages[i].raw}, {"input_sizes", c.stages[i].input_sizes}});
+  const nlohmann::json headers = describe_stage_headers(c);
+  const size_t stage_count = c.stage_headers.size(), stream_count = graph["store"].size();
+  nlohmann::json chunks = nlohmann::json::array();
+  std::vector<uint64_t> stream_totals(stream_count, 0);
+  std::vector<uint64_t> raw_chunks(stage_count, 0);
+  for (const auto& chunk : c.chunks) {
+    nlohmann::json streams = nlohmann::json::array(), stages = nlohmann::json::array();
+    for (size_t s = 0; s < chunk.streams.size(); ++s) {
+      streams.push_back({{"name", graph["store"][s]}, {"size_bytes", chunk.streams[s].size},
+                         {"checksum", chunk.streams[s].checksum}, {"offset", chunk.stream_offsets[s]}});
+      stream_totals[s] += chunk.streams[s].size;
+    }
+    for (size_t i = 0; i < chunk.stages.size(); ++i) {
+      stages.push_back({{"id", graph["stages"][i]["id"]}, {"raw", chunk.stages[i].raw},
+                        {"input_sizes", chunk.stages[i].input_sizes}});
+      raw_chunks[i] += chunk.stages[i].raw;
+    }
+    chunks.push_back({{"stages", stages}, {"streams", streams}});
+  }
   const auto& h = c.header;
   // A lossless file has no bound and no step; only a floating-point field has a value range.
   const bool lossless = h.mode == ErrorMode::lossless;
-  const bool has_range = is_float(h.dtype);
+  const bool has_range = is_float(h.dtype) && !stored_exactly(c) && !lossless;
   const uint64_t original = h.dims.count() * dtype_size(h.dtype);
-  nlohmann::json report = {{"format_version", container_version},
+  nlohmann::json report = {{"format_version", h.version},
                            {"dtype", to_string(h.dtype)},
                            {"dims", h.dims.to_string()},
                            {"mode", to_string(h.mode)},
@@ -463,8 +475,10 @@ int run_info(const std::string& path, bool json) {
                            {"original_bytes", original},
                            {"ratio", double(original) / double(c.total_bytes)},
                            {"graph", graph},
-                           {"stages", stages},
-                           {"streams", streams}};
+                           {"stage_headers", headers},
+                           {"chunk_rows", h.chunk_rows},
+                           {"chunk_count", c.chunks.size()},
+                           {"chunks", chunks}};
   if (!lossless) {
     report["requested_bound"] = h.requested_bound;
     report["absolute_bound"] = h.quant.error_bound;
@@ -479,31 +493,34 @@ int run_info(const std::string& path, bool json) {
     std::cout << dump_json(report) << "\n";
     return 0;
   }
-  std::printf("fzg file, format version %u\n", unsigned(container_version));
+  std::printf("fzg file, format version %u\n", unsigned(h.version));
   std::printf("  field      %s %s (%llu values)\n", to_string(h.dtype).c_str(), h.dims.to_string().c_str(),
               (unsigned long long)h.dims.count());
   if (lossless)
     std::printf("  bound      lossless (exact)");
+  else if (stored_exactly(c))
+    std::printf("  bound      %s %g; %s", to_string(h.mode).c_str(), h.requested_bound, stored_exactly_note);
   else
     std::printf("  bound      %s %g -> absolute %.6g (step %.6g)", to_string(h.mode).c_str(), h.requested_bound,
                 h.quant.error_bound, h.quant.step);
   if (has_range) std::printf(", value range [%.6g, %.6g]", h.quant.min, h.quant.max);
-  if (stored_exactly(c)) std::printf("; %s", stored_exactly_note);
   std::printf("\n");
   std::printf("  size       %llu bytes from %llu, ratio %.3f\n", (unsigned long long)c.total_bytes,
               (unsigned long long)original, double(original) / double(c.total_bytes));
+  std::printf("  chunks     %llu of %llu slices of the slowest axis\n", (unsigned long long)c.chunks.size(),
+              (unsigned long long)h.chunk_rows);
   std::printf("  graph      %s\n", graph.value("name", std::string("?")).c_str());
-  for (size_t i = 0; i < c.stages.size(); ++i) {
-    std::string sizes;
-    for (auto s : c.stages[i].input_sizes) sizes += (sizes.empty() ? "" : ", ") + std::to_string(s);
-    std::printf("    %-10s %-12s inputs %s bytes%s\n", graph["stages"][i]["id"].get<std::string>().c_str(),
-                graph["stages"][i]["type"].get<std::string>().c_str(), sizes.c_str(), c.stages[i].raw ? " (stored raw)" : "");
+  for (size_t i = 0; i < stage_count; ++i) {
+    const std::string id = graph["stages"][i]["id"].get<std::string>();
+    std::printf("    %-10s %-12s", id.c_str(), graph["stages"][i]["type"].get<std::string>().c_str());
+    if (headers.contains(id)) std::printf(" header %s", headers[id].dump().c_str());
+    if (raw_chunks[i]) std::printf(" (stored raw in %llu of %zu chunks)", (unsigned long long)raw_chunks[i], c.chunks.size());
+    std::printf("\n");
   }
-  std::printf("  streams\n");
-  for (size_t s = 0; s < c.streams.size(); ++s)
-    std::printf("    %-18s %12llu bytes at %llu, fzg64 %016llx\n", graph["store"][s].get<std::string>().c_str(),
-                (unsigned long long)c.streams[s].size, (unsigned long long)c.stream_offsets[s],
-                (unsigned long long)c.streams[s].checksum);
+  std::printf("  streams (all chunks)\n");
+  for (size_t s = 0; s < stream_count; ++s)
+    std::printf("    %-18s %12llu bytes\n", graph["store"][s].get<std::string>().c_str(),
+                (unsigned long long)stream_totals[s]);
   return 0;
 }
 

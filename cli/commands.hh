@@ -44,7 +44,7 @@ struct BenchArgs {
   FieldArgs field;
   CodecArgs codec;
   int repeat = 20, warmup = 3;
-  uint64_t slab_values = 0;  // a fused chain's slab (0: automatic)
+  uint64_t chunk_values = 0;  // the graph's chunk size instead of its own (0: the graph's)
   std::string sizes;          // "1M,10M,100M": values per run, cubic 3D fields
   bool json = false;
   bool trace = false;         // print one call's timeline of each direction

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   bench->add_option("--repeat", bench_args.repeat, "timed repeats (median)")->capture_default_str();
   bench->add_option("--warmup", bench_args.warmup, "untimed warm-up runs")->capture_default_str();
   bench->add_option("--sizes", bench_args.sizes, "values per run, e.g. 1M,10M,100M,1G (synthetic cubes)");
-  bench->add_option("--slab", bench_args.slab_values, "values a fused GPU chain codes at a time (0: automatic)")
+  bench->add_option("--chunk", bench_args.chunk_values, "values per chunk instead of the config's chunk_values (0: the config's)")
       ->capture_default_str();
   bench->add_flag("--json", bench_args.json, "machine-readable output");
   bench->add_flag("--trace", bench_args.trace, "print the timeline (host and GPU) of one call each way");

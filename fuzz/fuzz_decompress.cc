@@ -62,7 +62,7 @@ uint64_t pad8(uint64_t n) { return (n + 7) & ~uint64_t(7); }
 bool repair_checksums(std::vector<uint8_t>& f) {
   const uint64_t size = f.size();
   static const uint8_t magic[4] = {0x89, 'F', 'Z', 'G'};
-  if (size < 112 || std::memcmp(f.data(), magic, 4) != 0) return false;
+  if (size < 112 || std::memcmp(f.data(), magic, 4) != 0 || load<uint16_t>(&f[4]) != 1) return false;
   const uint64_t graph_bytes = load<uint32_t>(&f[12]);
   const uint32_t stages = load<uint32_t>(&f[80]), streams = load<uint32_t>(&f[84]);
   if (stages >= 4096 || streams >= 4096) return false;
@@ -101,20 +101,25 @@ uint64_t largest_allocation(const fzg::Container& c) {
   const uint64_t values = c.header.dims.count();
   uint64_t most = values * fzg::dtype_size(c.header.dtype);
   if (c.header.mode != fzg::ErrorMode::lossless) most = std::max(most, values > (uint64_t(1) << 62) ? ~uint64_t(0) : 2 * values);
-  for (const auto& stage : c.stages)
-    for (uint64_t bytes : stage.input_sizes) most = std::max(most, bytes);
+  for (const auto& chunk : c.chunks)
+    for (const auto& stage : chunk.stages)
+      for (uint64_t bytes : stage.input_sizes) most = std::max(most, bytes);
   return most;
 }
 
 // Bytes a writer leaves zero: the reserved fields, the graph's padding, each stream's padding.
 void check_zero_fill(const fzg::Container& c, const fzg::Buffer& file) {
   const uint8_t* f = file.data();
-  if (f[11] != 0 || load<uint64_t>(f + 104) != 0) finding("accepted a file with non-zero reserved header bytes");
-  for (uint64_t i = 112 + c.graph_json.size(); i < 112 + pad8(c.graph_json.size()); ++i)
+  const uint64_t header = c.header.version == 1 ? 112 : 96;
+  if (f[11] != 0 || (c.header.version == 1 && load<uint64_t>(f + 104) != 0))
+    finding("accepted a file with non-zero reserved header bytes");
+  for (uint64_t i = header + c.graph_json.size(); i < header + pad8(c.graph_json.size()); ++i)
     if (f[i] != 0) finding("accepted a file with non-zero graph padding");
-  for (size_t s = 0; s < c.streams.size(); ++s)
-    for (uint64_t i = c.stream_offsets[s] + c.streams[s].size; i < c.stream_offsets[s] + pad8(c.streams[s].size); ++i)
-      if (f[i] != 0) finding("accepted a file with non-zero stream padding");
+  for (const auto& chunk : c.chunks)
+    for (size_t s = 0; s < chunk.streams.size(); ++s)
+      for (uint64_t i = chunk.stream_offsets[s] + chunk.streams[s].size;
+           i < chunk.stream_offsets[s] + pad8(chunk.streams[s].size); ++i)
+        if (f[i] != 0) finding("accepted a file with non-zero stream padding");
 }
 
 void check_result(const fzg::Container& c, const fzg::Decompressed& out, const fzg::Buffer& file) {

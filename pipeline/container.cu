@@ -13,7 +13,7 @@ namespace fzg {
 namespace {
 
 constexpr int block_threads = 256;
-constexpr uint64_t header_checksum_word = 96 / 8;
+constexpr uint64_t header_checksum_word = header_checksum_offset / 8;
 
 // Metadata small enough to travel as a kernel argument (copied at launch, so the host's bytes
 // may go away at once); within the 4 KiB that every CUDA version accepts for arguments.
@@ -24,16 +24,16 @@ struct InlineMetadata {
 
 // One block. With `has_inline`, the metadata goes to the file first (else its bytes are there
 // already); then each stream's checksum slot gets its summed terms plus the length term,
-// and word 12 the fzg64 of the whole metadata (computed with that word zero, as on the CPU).
+// and the header checksum word the fzg64 of the whole metadata (computed with that word zero, as on the CPU).
 __global__ void __launch_bounds__(block_threads) finish_metadata_kernel(uint64_t* file, uint64_t words,
-                                                                        uint32_t streams,
+                                                                        uint64_t streams,
                                                                         const uint64_t* __restrict__ stream_sums,
                                                                         InlineMetadata metadata, bool has_inline) {
   if (has_inline)
     for (uint64_t i = threadIdx.x; i < words; i += block_threads) file[i] = metadata.words[i];
   __syncthreads();
   // The stream table ends the metadata: per stream, its size then its checksum.
-  for (uint32_t s = threadIdx.x; s < streams; s += block_threads) {
+  for (uint64_t s = threadIdx.x; s < streams; s += block_threads) {
     const uint64_t slot = words - 2 * uint64_t(streams - s);
     file[slot + 1] = stream_sums[s] + checksum_mix(file[slot]);
   }
@@ -44,13 +44,13 @@ __global__ void __launch_bounds__(block_threads) finish_metadata_kernel(uint64_t
   using Reduce = cub::BlockReduce<uint64_t, block_threads>;
   __shared__ typename Reduce::TempStorage storage;
   const uint64_t sum = Reduce(storage).Sum(part);
-  __syncthreads();  // every thread has read word 12 before it changes
+  __syncthreads();  // every thread has read the checksum word before it changes
   if (threadIdx.x == 0) file[header_checksum_word] = sum + checksum_mix(8 * words);
 }
 
 }  // namespace
 
-void finish_metadata_device(const std::vector<uint8_t>& metadata, uint32_t streams, const uint64_t* stream_sums,
+void finish_metadata_device(const std::vector<uint8_t>& metadata, uint64_t streams, const uint64_t* stream_sums,
                             uint8_t* file, cudaStream_t stream) {
   // write_metadata keeps the metadata whole words, the fixed header first, the stream table last.
   static_assert(fixed_header_bytes % 8 == 0 && fixed_header_bytes / 8 > header_checksum_word, "header layout");

@@ -1,19 +1,21 @@
-// Runs a graph forwards (compress) and backwards (decompress), and assembles the container.
+// Runs a plan forwards (compress) and backwards (decompress), one chunk at a time, and
+// assembles the container. The field's value range (for a predictor's header) is the one
+// pass over the whole field; everything else happens per chunk, each chunk's outputs sized by
+// its own counts.
+#include <cmath>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <utility>
 
 #include "pipeline/checksum.hh"
-#include "pipeline/fusion.hh"
 #include "pipeline/fzg.hh"
+#include "pipeline/plan.hh"
 #include "pipeline/timer.hh"
 
 namespace fzg {
 
 namespace {
-
-using PortKey = std::pair<int, std::string>;
-PortKey key_of(const PortRef& ref) { return {ref.node, ref.is_input() ? std::string() : ref.port}; }
 
 Location location_of(Device device) { return device == Device::cuda ? Location::device : Location::host; }
 
@@ -22,274 +24,303 @@ Buffer move_to(const Buffer& b, Location where, cudaStream_t stream) {
   return where == Location::device ? to_device(b, stream) : to_host(b, stream);
 }
 
+Buffer allocate(Location where, uint64_t bytes, cudaStream_t stream) {
+  return where == Location::device ? Buffer::device(bytes, stream) : Buffer::host(bytes);
+}
+
 void check_device(Device device) {
   if (device == Device::cuda && !cuda_available())
     fail(ErrorCode::unsupported, "device cuda: this build or machine has no CUDA device");
 }
 
-// Upper bound of every port's size, propagated forwards from the field's size. A lossless
-// stage never stores more than its input (it falls back to raw), so its bound is capped.
-std::map<PortKey, uint64_t> port_bounds(const Graph& graph, const StageContext& ctx) {
-  std::map<PortKey, uint64_t> bound;
-  bound[{-1, ""}] = ctx.dims.count() * dtype_size(ctx.dtype);
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    const auto& node = graph.nodes()[i];
-    std::vector<uint64_t> in;
-    for (const auto& ref : node.inputs) in.push_back(bound.at(key_of(ref)));
-    std::vector<uint64_t> out = node.stage->max_output_sizes(ctx, in);
-    const auto& spec = node.stage->spec();
-    if (spec.stores_raw_when_larger && out[0] > in[0]) out[0] = in[0];
-    for (size_t p = 0; p < out.size(); ++p) bound[{int(i), spec.outputs[p].name}] = out[p];
-  }
-  return bound;
+uint64_t total_size(const std::vector<Buffer>& buffers) {
+  uint64_t total = 0;
+  for (const Buffer& b : buffers) total += b.size();
+  return total;
 }
 
-// Whether node i's only output is node i + 1's only input (a pair a backend may fuse).
-bool feeds_next(const Graph& graph, size_t i) {
-  if (i + 1 >= graph.nodes().size()) return false;
-  const auto& node = graph.nodes()[i];
-  const auto& next = graph.nodes()[i + 1];
-  return node.stage->spec().outputs.size() == 1 && next.inputs.size() == 1 && next.inputs[0].node == int(i) &&
-         next.stage->spec().outputs.size() == 1;
-}
+// Stage times summed over the chunks, one entry per step (synchronizes per step when asked).
+class StepTimes {
+ public:
+  StepTimes(std::vector<StageTime>* times, Device device, cudaStream_t stream)
+      : times_(times), timer_(device, stream) {}
+  void start() {
+    if (times_) timer_.start();
+  }
+  void stop(const std::string& name) {
+    if (!times_) return;
+    const double ms = timer_.stop_ms();
+    for (auto& t : *times_)
+      if (t.stage == name) {
+        t.milliseconds += ms;
+        return;
+      }
+    times_->push_back({name, ms});
+  }
+
+ private:
+  std::vector<StageTime>* times_;
+  RegionTimer timer_;
+};
 
 // A file in device memory from device streams: each stream is copied into place by a kernel
 // that sums its checksum on the way (one read of the payload), then the metadata goes in and
 // its checksums are completed on the device: the host queues it all and never waits.
 // Returns an empty buffer when the file or a stream is not on the device.
 Buffer assemble_on_device(Container& c, const std::vector<Buffer>& streams, Location output, cudaStream_t stream) {
-#ifdef FZG_HAVE_CUDA
-  if (output != Location::device) return Buffer();
+  if (!cuda_built() || output != Location::device) return Buffer();
   for (const Buffer& s : streams)
     if (!s.on_device()) return Buffer();
-  for (const Buffer& s : streams) c.streams.push_back({s.size(), 0});
+#ifdef FZG_HAVE_CUDA
   const std::vector<uint8_t> metadata = write_metadata(c);  // checksums still zero: the device fills them in
+  std::vector<uint64_t> offsets;
+  for (const auto& chunk : c.chunks) offsets.insert(offsets.end(), chunk.stream_offsets.begin(), chunk.stream_offsets.end());
   Buffer file = Buffer::device(c.total_bytes, stream);
-  Buffer sums = Buffer::device(streams.size() * sizeof(uint64_t), stream);
-  checksum_copy_device(streams, c.stream_offsets, file.data(), sums.as<uint64_t>(), stream);
-  finish_metadata_device(metadata, uint32_t(streams.size()), sums.as<uint64_t>(), file.data(), stream);
+  Buffer sums = Buffer::device(std::max<size_t>(1, streams.size()) * sizeof(uint64_t), stream);
+  checksum_copy_device(streams, offsets, file.data(), sums.as<uint64_t>(), stream);
+  finish_metadata_device(metadata, streams.size(), sums.as<uint64_t>(), file.data(), stream);
   trace::mark("container queued");
   return file;
 #else
-  (void)c, (void)streams, (void)output, (void)stream;
+  (void)c, (void)stream;
   return Buffer();
 #endif
 }
 
-// A host field onto the device in pieces; a float field's value range is reduced a piece at a
-// time beside the copies of the next pieces (no pass of its own after the upload).
-Buffer upload_with_range(const FieldRef& field, cudaStream_t stream, double* min, double* max) {
+// The file on the host or the device from streams anywhere: checksums summed where each
+// stream lives (one wait for all), then metadata and streams copied into place.
+Buffer assemble(Container& c, const std::vector<Buffer>& streams, Location output, cudaStream_t stream) {
+  Buffer file = assemble_on_device(c, streams, output, stream);
+  if (file.size() > 0) return file;
+  const std::vector<uint64_t> sums = checksums(streams, stream);
+  trace::mark("checksums read");
+  size_t s = 0;
+  for (auto& chunk : c.chunks)
+    for (auto& record : chunk.streams) record.checksum = sums[s++];
+  const std::vector<uint8_t> metadata = write_metadata(c);
+  file = allocate(output, c.total_bytes, stream);
+  static const uint8_t zeros[8] = {};
+  copy_bytes_async(file.data(), file.location(), metadata.data(), Location::host, metadata.size(), stream);
+  s = 0;
+  for (const auto& chunk : c.chunks)
+    for (size_t k = 0; k < chunk.streams.size(); ++k, ++s) {
+      const uint64_t at = chunk.stream_offsets[k], size = streams[s].size();
+      copy_bytes_async(file.data() + at, file.location(), streams[s].data(), streams[s].location(), size, stream);
+      copy_bytes_async(file.data() + at + size, file.location(), zeros, Location::host, padded8(size) - size, stream);
+    }
+  trace::mark("container copies queued");
+  synchronize(stream);  // `metadata` and the streams are freed on return
+  return file;
+}
+
+// A host field onto the device in pieces; with `range`, a float field's value range is
+// reduced a piece at a time beside the copies of the next pieces (no pass of its own after
+// the upload).
+Buffer upload_with_range(const FieldRef& field, cudaStream_t stream, bool range, double* min, double* max) {
 #ifdef FZG_HAVE_CUDA
   Buffer input = Buffer::device(field.size_bytes(), stream);
-  if (!is_float(field.dtype)) {
+  if (!range) {
     upload_in_pieces(input.data(), field.data, field.size_bytes(), stream, [](size_t, size_t) {});
     return input;
   }
-  ArrivingRange range(field.dtype, stream);
+  ArrivingRange arriving(field.dtype, stream);
   const uint64_t value_bytes = dtype_size(field.dtype);
   upload_in_pieces(input.data(), field.data, field.size_bytes(), stream,
-                   [&](size_t at, size_t bytes) { range.add(input.data() + at, bytes / value_bytes); });
-  range.result(min, max);
+                   [&](size_t at, size_t bytes) { arriving.add(input.data() + at, bytes / value_bytes); });
+  arriving.result(min, max);
   return input;
 #else
-  (void)field, (void)stream, (void)min, (void)max;
+  (void)field, (void)stream, (void)range, (void)min, (void)max;
   fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
 #endif
 }
 
-// "predict+shuffle+pack": the ids of a chain's nodes.
-std::string chain_name(const Graph& graph, size_t first, size_t length) {
-  std::string name;
-  for (size_t k = first; k < first + length; ++k) name += (k > first ? "+" : "") + graph.nodes()[k].id;
-  return name;
-}
-
-void time_step(std::vector<StageTime>* times, const std::string& name, RegionTimer& timer) {
-  if (times) times->push_back({name, timer.stop_ms()});
-}
-
-}  // namespace
-
-Device default_device() { return cuda_available() ? Device::cuda : Device::cpu; }
-
-namespace {
-
-// With `exactly`, the graph's lossless stages code the field's bytes (its predictor left out)
-// while the header still records the bound that was asked for.
-Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const CompressOptions& options, bool exactly) {
-  check_device(options.device);
-  const bool lossless = options.bound.mode == ErrorMode::lossless;
-  if (!lossless && !is_float(field.dtype))
-    fail(ErrorCode::invalid_argument, "type " + to_string(field.dtype) + " is only compressed with -m lossless");
-  if (!field.data) fail(ErrorCode::invalid_argument, "no field data");
-  const Graph graph = lossless || exactly ? graph_in.without_predictor() : graph_in;
-
-  StageContext ctx;
-  ctx.device = options.device;
-  ctx.stream = options.stream;
-  ctx.dtype = field.dtype;
-  ctx.dims = field.dims;
-  ctx.slab_values = options.slab_values;
-  RegionTimer timer(ctx.device, ctx.stream);
-
-  double min = 0, max = 0;
-  Buffer input;
-  std::unique_ptr<PreparedChain> prepared;  // for the chain at node 0, set up early
-  timer.start();
-  if (field.where == Location::host && ctx.device == Device::cuda) {
-    input = upload_with_range(field, ctx.stream, &min, &max);
-    time_step(options.stage_times, "upload", timer);
-  } else {
-    input = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where);
-    input = move_to(input, location_of(ctx.device), ctx.stream);
-    if (field.where != input.location()) time_step(options.stage_times, "upload", timer);
-    if (is_float(field.dtype)) {
-      timer.start();
+void value_range(const Buffer& field, DType dtype, uint64_t count, cudaStream_t stream, double* min, double* max) {
 #ifdef FZG_HAVE_CUDA
-      if (input.on_device()) {
-        DeviceRange range(input.data(), field.dtype, field.dims.count(), ctx.stream);
-        // The chain that reads the field is set up while the device reduces the range.
-        if (const ChainFusion* chain = find_chain_starting(graph, 0, ctx.device)) prepared = chain->prepare(ctx, input);
-        range.result(&min, &max);
-      } else
+  if (field.on_device()) return finite_range_device(field.data(), dtype, count, min, max, stream);
 #endif
-        finite_range(input.data(), field.dtype, field.dims.count(), &min, &max);
-      time_step(options.stage_times, "value range", timer);
-    }
-  }
-  trace::mark("value range");
-  ctx.quant = resolve_quantization(lossless ? ErrorBound{ErrorMode::lossless, 0} : options.bound, field.dtype, min, max);
+  (void)stream;
+  finite_range(field.data(), dtype, count, min, max);
+}
 
-  Container c;
-  c.header = {field.dtype, options.bound.mode, field.dims, lossless ? 0.0 : options.bound.value, ctx.quant};
-  c.graph_json = graph.canonical_text();
-  trace::mark("quantization resolved");
+bool needs_value_range(const Graph& graph) {
+  for (const auto& node : graph.nodes())
+    if (node.stage->spec().needs_value_range) return true;
+  return false;
+}
 
+StageContext node_context(const StageContext& chunk, const std::vector<std::vector<uint8_t>>& headers, size_t node) {
+  StageContext ctx = chunk;
+  ctx.header = &headers.at(node);
+  return ctx;
+}
+
+// One chunk forwards: its stored streams (in store order), its stage records filled in.
+std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx,
+                                 const std::vector<std::vector<uint8_t>>& headers, const Buffer& field,
+                                 ChunkRecord& record, StepTimes& times) {
+  const Graph& graph = plan.graph;
   std::map<PortKey, Buffer> ports;
-  ports[{-1, ""}] = input;
-  c.stages.resize(graph.nodes().size());
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    const auto& node = graph.nodes()[i];
+  ports[{-1, ""}] = field;
+  record.stages.assign(graph.nodes().size(), {});
+  for (const PlanStep& step : plan.steps) {
+    const auto& node = graph.nodes()[step.first];
     const auto& spec = node.stage->spec();
     std::vector<Buffer> inputs;
-    StageRecord& record = c.stages[i];
+    StageRecord& stage_record = record.stages[step.first];
     for (const auto& ref : node.inputs) {
       auto it = ports.find(key_of(ref));
       inputs.push_back(it->second);
-      record.input_sizes.push_back(it->second.size());
+      stage_record.input_sizes.push_back(it->second.size());
       ports.erase(it);  // consumed exactly once: free it as soon as the stage is done
     }
-    if (const ChainFusion* chain = find_chain_starting(graph, i, ctx.device)) {
-      timer.start();
-      std::unique_ptr<PreparedChain> run = i == 0 && prepared ? std::move(prepared) : chain->prepare(ctx, inputs[0]);
-      std::vector<Buffer> outputs = run->encode(ctx);
-      if (!outputs.empty()) {
-        time_step(options.stage_times, chain_name(graph, i, chain->length()) + " encode", timer);
-        const std::vector<uint64_t> sizes = chain->input_sizes(ctx);
-        for (size_t k = 0; k < chain->length(); ++k) c.stages[i + k].input_sizes = {sizes[k]};
-        const std::vector<PortRef> refs = chain->outputs(i);
-        for (size_t p = 0; p < refs.size(); ++p) ports[key_of(refs[p])] = outputs[p];
-        trace::mark("chain encoded");
-        i += chain->length() - 1;
-        continue;
-      }
-      trace::mark("chain declined");
-    }
-    const Fusion* fusion = feeds_next(graph, i) ? find_fusion(node, graph.nodes()[i + 1], ctx.device) : nullptr;
-    if (fusion) {
-      // Two stages in one: record both as if run in turn, skip the second.
-      timer.start();
-      Buffer fused = fusion->encode(ctx, inputs[0]);
-      time_step(options.stage_times, node.id + "+" + graph.nodes()[i + 1].id + " encode", timer);
-      const auto& next = graph.nodes()[i + 1];
-      StageRecord& next_record = c.stages[i + 1];
-      next_record.input_sizes = {fusion->intermediate_size(inputs[0].size())};
-      if (next.stage->spec().stores_raw_when_larger && fused.size() >= next_record.input_sizes[0]) {
+    const StageContext ctx = node_context(chunk_ctx, headers, step.first);
+    times.start();
+    if (step.composite) {
+      // Two stages in one: recorded as if run in turn.
+      const auto& next = graph.nodes()[step.first + 1];
+      const auto& next_spec = next.stage->spec();
+      StageRecord& next_record = record.stages[step.first + 1];
+      next_record.input_sizes = {step.composite->intermediate_size(inputs[0].size())};
+      Buffer fused = step.composite->encode(ctx, inputs[0]);
+      if (next_spec.stores_raw_when_larger && fused.size() >= next_record.input_sizes[0]) {
         fused = node.stage->encode(ctx, inputs).at(0);  // the intermediate itself is stored
         next_record.raw = true;
       }
-      ports[{int(i + 1), next.stage->spec().outputs[0].name}] = fused;
-      trace::mark("fused stage encoded");
-      ++i;
-      continue;
+      ports[{int(step.first + 1), next_spec.outputs[0].name}] = fused;
+    } else {
+      std::vector<Buffer> outputs = node.stage->encode(ctx, inputs);
+      if (spec.stores_raw_when_larger && total_size(outputs) >= total_size(inputs)) {
+        for (size_t p = 0; p < outputs.size(); ++p) outputs[p] = p < inputs.size() ? inputs[p] : Buffer();
+        stage_record.raw = true;
+      }
+      for (size_t p = 0; p < outputs.size(); ++p) ports[{int(step.first), spec.outputs[p].name}] = outputs[p];
     }
-    timer.start();
-    std::vector<Buffer> outputs = node.stage->encode(ctx, inputs);
-    time_step(options.stage_times, node.id + " encode", timer);
-    if (spec.stores_raw_when_larger && outputs[0].size() >= inputs[0].size()) {
-      outputs[0] = inputs[0];
-      record.raw = true;
-    }
-    for (size_t p = 0; p < outputs.size(); ++p) ports[{int(i), spec.outputs[p].name}] = outputs[p];
-    trace::mark("stage encoded");
+    times.stop(step.name + " encode");
+    trace::mark("step encoded");
   }
-
-  timer.start();
   std::vector<Buffer> streams;
   for (const auto& ref : graph.stored()) streams.push_back(ports.at(key_of(ref)));
-  Buffer file = assemble_on_device(c, streams, options.output, ctx.stream);
-  if (file.size() > 0) {
-    time_step(options.stage_times, "container", timer);
-    return file;
-  }
-  const std::vector<uint64_t> sums = checksums(streams, ctx.stream);
-  trace::mark("checksums read");
-  for (size_t s = 0; s < streams.size(); ++s) c.streams.push_back({streams[s].size(), sums[s]});
-  const std::vector<uint8_t> metadata = write_metadata(c);
-  file = options.output == Location::device ? Buffer::device(c.total_bytes, ctx.stream) : Buffer::host(c.total_bytes);
-  static const uint8_t zeros[8] = {};
-  copy_bytes_async(file.data(), file.location(), metadata.data(), Location::host, metadata.size(), ctx.stream);
+  for (const Buffer& s : streams) record.streams.push_back({s.size(), 0});
+  return streams;
+}
+
+// One chunk backwards from its stored streams into the chunk's bytes, where the plan computes,
+// which `field()` gives when they are first needed: by then every stage after the one reading
+// the field has decoded its claimed sizes, so a small file cannot make the caller allocate a
+// huge field. Every size is checked against the plan's bounds and the stage's own
+// check_outputs before anything is allocated from it.
+template <typename FieldTarget>
+void decode_chunk(const Plan& plan, const StageContext& chunk_ctx, const std::vector<std::vector<uint8_t>>& headers,
+                  const ChunkRecord& record, const std::vector<Buffer>& streams, FieldTarget field_target,
+                  StepTimes& times) {
+  const uint64_t field_bytes = chunk_ctx.dims.count() * dtype_size(chunk_ctx.dtype);
+  Buffer field;
+  auto field_buffer = [&] {
+    if (!field.data() && field_bytes) field = field_target();
+    return field;
+  };
+  const Graph& graph = plan.graph;
+  const Location where = location_of(plan.device);
+  std::map<PortKey, Buffer> ports;
   for (size_t s = 0; s < streams.size(); ++s) {
-    const uint64_t at = c.stream_offsets[s], size = streams[s].size();
-    copy_bytes_async(file.data() + at, file.location(), streams[s].data(), streams[s].location(), size, ctx.stream);
-    copy_bytes_async(file.data() + at + size, file.location(), zeros, Location::host, padded8(size) - size, ctx.stream);
+    const PortKey key = key_of(graph.stored()[s]);
+    require_data(streams[s].size() <= plan.bounds.at(key), "stream larger than its bound");
+    ports[key] = streams[s];
   }
-  trace::mark("container copies queued");
-  synchronize(ctx.stream);  // `metadata` and the streams are freed on return
-  time_step(options.stage_times, "container", timer);
-  return file;
+  // The input buffers of node i, at their recorded sizes; the graph input is `field`.
+  auto allocate_inputs = [&](size_t i, const std::vector<Buffer>& outputs) {
+    const auto& node = graph.nodes()[i];
+    const StageRecord& r = record.stages[i];
+    require_data(r.input_sizes.size() == node.inputs.size(), "stage input count");
+    for (size_t p = 0; p < node.inputs.size(); ++p)
+      require_data(r.input_sizes[p] <= plan.bounds.at(key_of(node.inputs[p])), "stage input size");
+    if (!r.raw && !outputs.empty()) node.stage->check_outputs(node_context(chunk_ctx, headers, i), outputs, r.input_sizes);
+    std::vector<Buffer> inputs;
+    for (size_t p = 0; p < node.inputs.size(); ++p) {
+      if (node.inputs[p].is_input()) {
+        require_data(r.input_sizes[p] == field_bytes, "stage input size");
+        inputs.push_back(field_buffer());
+      } else {
+        inputs.push_back(allocate(where, r.input_sizes[p], chunk_ctx.stream));
+      }
+    }
+    return inputs;
+  };
+  auto take_outputs = [&](size_t i) {
+    std::vector<Buffer> outputs;
+    for (const auto& port : graph.nodes()[i].stage->spec().outputs) {
+      auto it = ports.find({int(i), port.name});
+      outputs.push_back(it->second);
+      ports.erase(it);
+    }
+    return outputs;
+  };
+  auto publish_inputs = [&](size_t i, std::vector<Buffer>& inputs) {
+    const auto& node = graph.nodes()[i];
+    for (size_t p = 0; p < inputs.size(); ++p)
+      if (!node.inputs[p].is_input()) ports[key_of(node.inputs[p])] = inputs[p];
+  };
+  for (size_t s = plan.steps.size(); s-- > 0;) {
+    const PlanStep& step = plan.steps[s];
+    const size_t last = step.first + step.length - 1;
+    times.start();
+    if (step.composite && !record.stages[last].raw) {
+      const StageRecord& first_record = record.stages[step.first];
+      require_data(!first_record.raw && first_record.input_sizes.size() == 1 &&
+                       step.composite->intermediate_size(first_record.input_sizes[0]) ==
+                           record.stages[last].input_sizes.at(0),
+                   "fused stage sizes");
+      std::vector<Buffer> outputs = take_outputs(last);
+      graph.nodes()[last].stage->check_outputs(node_context(chunk_ctx, headers, last), outputs,
+                                               record.stages[last].input_sizes);
+      std::vector<Buffer> inputs = allocate_inputs(step.first, {});
+      step.composite->decode(node_context(chunk_ctx, headers, step.first), outputs[0], inputs[0]);
+      publish_inputs(step.first, inputs);
+    } else {
+      for (size_t i = last + 1; i-- > step.first;) {
+        const auto& spec = graph.nodes()[i].stage->spec();
+        const StageRecord& r = record.stages[i];
+        std::vector<Buffer> outputs = take_outputs(i);
+        std::vector<Buffer> inputs = allocate_inputs(i, outputs);
+        if (r.raw) {
+          require_data(spec.stores_raw_when_larger, "raw flag on a stage that never stores raw");
+          for (size_t p = 0; p < outputs.size(); ++p) {
+            if (p >= inputs.size()) {
+              require_data(outputs[p].size() == 0, "raw stage with a non-empty extra output");
+              continue;
+            }
+            require_data(outputs[p].size() == inputs[p].size(), "raw stage size");
+            copy_bytes_async(inputs[p].data(), inputs[p].location(), outputs[p].data(), outputs[p].location(),
+                             inputs[p].size(), chunk_ctx.stream);
+          }
+        } else {
+          graph.nodes()[i].stage->decode(node_context(chunk_ctx, headers, i), outputs, inputs);
+        }
+        publish_inputs(i, inputs);
+      }
+    }
+    times.stop(step.name + " decode");
+    trace::mark("step decoded");
+  }
+  // A graph that stores its input: the stream is the field.
+  auto it = ports.find({-1, ""});
+  if (it != ports.end()) {
+    require_data(it->second.size() == field_bytes, "decoded field size");
+    field_buffer();
+    copy_bytes_async(field.data(), field.location(), it->second.data(), it->second.location(), field_bytes,
+                     chunk_ctx.stream);
+  }
 }
 
-}  // namespace
-
-Buffer compress(const Graph& graph, const FieldRef& field, const CompressOptions& options) {
-  Buffer file = compress_as_given(graph, field, options, false);
-  // A bound so tight that the codes are mostly outliers (abs 1e-300) can make the lossy file
-  // larger than the field. Below ratio 2 the field's bytes are also coded without the
-  // predictor (exact, which meets any bound) and the smaller file is kept: the same choice on
-  // every backend, as both files are. The header keeps the bound that was asked for.
-  if (options.bound.mode == ErrorMode::lossless || 2 * file.size() <= field.size_bytes()) return file;
-  Buffer exact_file = compress_as_given(graph, field, options, true);
-  return exact_file.size() < file.size() ? exact_file : file;
-}
-
-Container inspect(const Buffer& file, cudaStream_t stream) {
-  require_data(file.size() >= fixed_header_bytes, "file shorter than its header");
-  if (!file.on_device())
-    return read_metadata(file.data(), std::min<uint64_t>(metadata_size_bound(file.data(), file.size()), file.size()),
-                         file.size());
-  // One read from the device covers the metadata of any usual graph; a larger one takes two.
-  std::vector<uint8_t> metadata(std::min<uint64_t>(file.size(), 4096));
-  copy_bytes(metadata.data(), Location::host, file.data(), file.location(), metadata.size(), stream);
-  const uint64_t available = std::min<uint64_t>(metadata_size_bound(metadata.data(), metadata.size()), file.size());
-  if (available > metadata.size()) {
-    metadata.resize(available);
-    copy_bytes(metadata.data(), Location::host, file.data(), file.location(), available, stream);
-  }
-  return read_metadata(metadata.data(), available, file.size());
-}
-
-namespace {
-
-// Whether a chain's nodes were recorded as the chain would have run them: none stored raw,
-// each input of the size the chain derives from the field.
-bool chain_applies(const ChainFusion& chain, const Container& c, size_t first, const StageContext& ctx) {
-  const std::vector<uint64_t> sizes = chain.input_sizes(ctx);
-  for (size_t k = 0; k < chain.length(); ++k) {
-    const StageRecord& record = c.stages[first + k];
-    if (record.raw || record.input_sizes != std::vector<uint64_t>{sizes[k]}) return false;
-  }
-  return true;
+// The stages' headers for a file's graph: version 1 kept the predictor's in its fixed header.
+std::vector<std::vector<uint8_t>> stage_headers_of(const Graph& graph, const Container& c) {
+  std::vector<std::vector<uint8_t>> headers = c.stage_headers;
+  require_data(headers.size() == graph.nodes().size(), "stage header count");
+  if (c.header.version == 1)
+    for (size_t i = 0; i < graph.nodes().size(); ++i)
+      if (graph.nodes()[i].stage->spec().predictor) headers[i] = c.v1_predictor_header;
+  return headers;
 }
 
 // Files of one session share a handful of graphs: each distinct stored graph is loaded once.
@@ -309,8 +340,155 @@ Graph stored_graph(const std::string& text) {
   return loaded[text] = graph;
 }
 
-// Decompresses into `destination` when it is given (caller memory at options.output), else
-// into a buffer of its own.
+// With `exactly`, the graph's lossless stages code the field's bytes (its predictor left out)
+// while the header still records the bound that was asked for.
+Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const CompressOptions& options, bool exactly) {
+  check_device(options.device);
+  const bool lossless = options.bound.mode == ErrorMode::lossless;
+  if (!lossless && !is_float(field.dtype))
+    fail(ErrorCode::invalid_argument, "type " + to_string(field.dtype) + " is only compressed with -m lossless");
+  if (!lossless && !(std::isfinite(options.bound.value) && options.bound.value >= 0))
+    fail(ErrorCode::invalid_argument, "the error bound must be a finite non-negative number");
+  if (!field.data) fail(ErrorCode::invalid_argument, "no field data");
+  const Graph graph = lossless || exactly ? graph_in.without_predictor() : graph_in;
+  const std::shared_ptr<const Plan> plan = make_plan(graph, options.device, field.dtype, field.dims);
+
+  StageContext base;
+  base.device = options.device;
+  base.stream = options.stream;
+  base.dtype = field.dtype;
+  base.field_dims = field.dims;
+  base.dims = field.dims;
+  StepTimes times(options.stage_times, base.device, base.stream);
+
+  // The field where the plan computes, and its value range when a stage needs it.
+  const bool range = needs_value_range(graph);
+  FieldSummary summary;
+  summary.bound = options.bound;
+  Buffer input;
+  times.start();
+  if (field.where == Location::host && base.device == Device::cuda) {
+    input = upload_with_range(field, base.stream, range, &summary.min, &summary.max);
+    times.stop("upload");
+  } else {
+    input = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where);
+    input = move_to(input, location_of(base.device), base.stream);
+    if (field.where != input.location()) times.stop("upload");
+    if (range) {
+      times.start();
+      value_range(input, field.dtype, field.dims.count(), base.stream, &summary.min, &summary.max);
+      times.stop("value range");
+    }
+  }
+  trace::mark("value range");
+
+  Container c;
+  c.header = {field.dtype, options.bound.mode, field.dims, lossless ? 0.0 : options.bound.value};
+  c.header.chunk_rows = plan->chunk_rows;
+  c.graph_json = graph.canonical_text();
+  for (size_t i = 0; i < graph.nodes().size(); ++i)
+    c.stage_headers.push_back(graph.nodes()[i].stage->make_header(base, summary));
+  trace::mark("headers made");
+
+  std::vector<Buffer> streams;
+  const uint64_t value_bytes = dtype_size(field.dtype);
+  c.chunks.resize(plan->chunks);
+  for (uint64_t k = 0; k < plan->chunks; ++k) {
+    StageContext chunk = base;
+    chunk.dims = plan->chunk_dims(k);
+    chunk.chunk_first_value = plan->chunk_first_value(k);
+    const Buffer slice = input.slice(chunk.chunk_first_value * value_bytes, chunk.dims.count() * value_bytes);
+    std::vector<Buffer> chunk_streams = encode_chunk(*plan, chunk, c.stage_headers, slice, c.chunks[k], times);
+    streams.insert(streams.end(), chunk_streams.begin(), chunk_streams.end());
+  }
+
+  times.start();
+  Buffer file = assemble(c, streams, options.output, base.stream);
+  times.stop("container");
+  return file;
+}
+
+}  // namespace
+
+Device default_device() { return cuda_available() ? Device::cuda : Device::cpu; }
+
+Buffer compress(const Graph& graph, const FieldRef& field, const CompressOptions& options) {
+  Buffer file = compress_as_given(graph, field, options, false);
+  // A bound so tight that the codes are mostly outliers (abs 1e-300) can make the lossy file
+  // larger than the field. Below ratio 2 the field's bytes are also coded without the
+  // predictor (exact, which meets any bound) and the smaller file is kept: the same choice on
+  // every backend, as both files are. The header keeps the bound that was asked for.
+  if (options.bound.mode == ErrorMode::lossless || 2 * file.size() <= field.size_bytes()) return file;
+  Buffer exact_file = compress_as_given(graph, field, options, true);
+  return exact_file.size() < file.size() ? exact_file : file;
+}
+
+namespace {
+
+// The metadata alone, from a file on the host or the device.
+Container read_container(const Buffer& file, cudaStream_t stream) {
+  require_data(file.size() >= 8, "file shorter than its header");
+  if (!file.on_device())
+    return read_metadata(file.data(), std::min<uint64_t>(metadata_size_bound(file.data(), file.size()), file.size()),
+                         file.size());
+  // One read from the device covers the metadata of any usual graph; a larger one takes two.
+  std::vector<uint8_t> metadata(std::min<uint64_t>(file.size(), 4096));
+  copy_bytes(metadata.data(), Location::host, file.data(), file.location(), metadata.size(), stream);
+  const uint64_t available = std::min<uint64_t>(metadata_size_bound(metadata.data(), metadata.size()), file.size());
+  if (available > metadata.size()) {
+    metadata.resize(available);
+    copy_bytes(metadata.data(), Location::host, file.data(), file.location(), available, stream);
+  }
+  return read_metadata(metadata.data(), available, file.size());
+}
+
+// The graph of a file, checked against its tables, with every stage header checked and the
+// predictor's quantization put into the header.
+Graph checked_graph(Container& c) {
+  const Graph graph = stored_graph(c.graph_json);
+  require_data(graph.nodes().size() == c.stage_headers.size(), "stage table");
+  for (const auto& chunk : c.chunks)
+    require_data(chunk.stages.size() == graph.nodes().size() && chunk.streams.size() == graph.stored().size(),
+                 "stage table");
+  if (c.header.mode != ErrorMode::lossless) require_data(is_float(c.header.dtype), "lossy mode on an integer type");
+  const std::vector<std::vector<uint8_t>> headers = stage_headers_of(graph, c);
+  StageContext ctx;
+  ctx.dtype = c.header.dtype;
+  ctx.field_dims = ctx.dims = c.header.dims;
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const Stage& stage = *graph.nodes()[i].stage;
+    stage.describe_header(ctx, headers[i]);
+    if (stage.spec().predictor) c.header.quant = stage.quantization(headers[i]);
+  }
+  return graph;
+}
+
+}  // namespace
+
+Container inspect(const Buffer& file, cudaStream_t stream) {
+  Container c = read_container(file, stream);
+  checked_graph(c);
+  return c;
+}
+
+nlohmann::json describe_stage_headers(const Container& c) {
+  Container copy = c;
+  const Graph graph = checked_graph(copy);
+  const std::vector<std::vector<uint8_t>> headers = stage_headers_of(graph, copy);
+  StageContext ctx;
+  ctx.dtype = c.header.dtype;
+  ctx.field_dims = ctx.dims = c.header.dims;
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t i = 0; i < graph.nodes().size(); ++i)
+    if (!headers[i].empty()) out[graph.nodes()[i].id] = graph.nodes()[i].stage->describe_header(ctx, headers[i]);
+  return out;
+}
+
+namespace {
+
+// Decompresses the chunks that hold slices [first_row, end_row) of the slowest axis into
+// `destination` when it is given (caller memory at options.output, the field's bytes from
+// the first of those chunks on), else into a buffer of its own.
 Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& options, Buffer destination) {
   check_device(options.device);
   // Streams are read in place as typed arrays: keep the file 8-byte aligned.
@@ -320,140 +498,86 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
     copy_bytes(source.data(), Location::host, file_in.data(), Location::host, file_in.size(), nullptr);
   }
 
-  const Container c = inspect(source, options.stream);
+  Container c = read_container(source, options.stream);
   trace::mark("metadata read");
-  const Graph graph = stored_graph(c.graph_json);
-  require_data(graph.nodes().size() == c.stages.size() && graph.stored().size() == c.streams.size(), "stage table");
-  if (c.header.mode != ErrorMode::lossless) require_data(is_float(c.header.dtype), "lossy mode on an integer type");
-
-  StageContext ctx;
-  ctx.device = options.device;
-  ctx.stream = options.stream;
-  ctx.dtype = c.header.dtype;
-  ctx.dims = c.header.dims;
-  ctx.quant = c.header.quant;
-  ctx.slab_values = options.slab_values;
-  RegionTimer timer(ctx.device, ctx.stream);
-  const auto bounds = port_bounds(graph, ctx);
-  const uint64_t field_bytes = c.header.dims.count() * dtype_size(c.header.dtype);
+  const Graph graph = checked_graph(c);
+  const std::vector<std::vector<uint8_t>> headers = stage_headers_of(graph, c);
+  const std::shared_ptr<const Plan> plan =
+      make_plan(graph, options.device, c.header.dtype, c.header.dims, c.header.chunk_rows);
+  require_data(plan->chunks == c.chunks.size(), "chunk count");
+  const uint64_t value_bytes = dtype_size(c.header.dtype);
+  const uint64_t field_bytes = c.header.dims.count() * value_bytes;
   if (destination.data() && destination.size() < field_bytes)
     fail(ErrorCode::invalid_argument, "the output holds " + std::to_string(destination.size()) + " bytes; the field needs " +
                                           std::to_string(field_bytes));
   trace::mark("graph loaded");
 
-  timer.start();
-  std::map<PortKey, Buffer> ports;
+  StageContext base;
+  base.device = options.device;
+  base.stream = options.stream;
+  base.dtype = c.header.dtype;
+  base.field_dims = c.header.dims;
+  StepTimes times(options.stage_times, base.device, base.stream);
+  const Location compute = location_of(base.device);
+
+  times.start();
   // Streams already on the device are checksummed by kernels that run while the stages
   // decode (every decoder checks its own input, so damage cannot make it misbehave); the sums
   // are compared before anything is returned. Host streams are checked first, on the CPU.
   // Each stream is summed with its padding, which must be zero (see PendingChecksums).
   std::vector<Buffer> views, padded_views;
-  std::vector<uint64_t> stream_sizes;
-  for (size_t s = 0; s < c.streams.size(); ++s) {
-    uint8_t* at = const_cast<uint8_t*>(source.data()) + c.stream_offsets[s];
-    views.push_back(Buffer::view(at, c.streams[s].size, source.location()));
-    padded_views.push_back(Buffer::view(at, padded8(c.streams[s].size), source.location()));
-    stream_sizes.push_back(c.streams[s].size);
-  }
-  PendingChecksums pending(padded_views, ctx.stream, stream_sizes);
+  std::vector<uint64_t> stream_sizes, expected;
+  for (const auto& chunk : c.chunks)
+    for (size_t s = 0; s < chunk.streams.size(); ++s) {
+      uint8_t* at = const_cast<uint8_t*>(source.data()) + chunk.stream_offsets[s];
+      views.push_back(Buffer::view(at, chunk.streams[s].size, source.location()));
+      padded_views.push_back(Buffer::view(at, padded8(chunk.streams[s].size), source.location()));
+      stream_sizes.push_back(chunk.streams[s].size);
+      expected.push_back(chunk.streams[s].checksum);
+    }
+  PendingChecksums pending(padded_views, base.stream, stream_sizes);
   auto verify = [&](PendingChecksums& sums) {
     const std::vector<uint64_t> values = sums.finish();
-    for (size_t s = 0; s < views.size(); ++s) require_data(values[s] == c.streams[s].checksum, "stream checksum mismatch");
+    for (size_t s = 0; s < values.size(); ++s) require_data(values[s] == expected[s], "stream checksum mismatch");
   };
   if (!source.on_device()) verify(pending);
-  for (size_t s = 0; s < views.size(); ++s) {
-    const PortKey key = key_of(graph.stored()[s]);
-    require_data(views[s].size() <= bounds.at(key), "stream larger than its bound");
-    ports[key] = move_to(views[s], location_of(ctx.device), ctx.stream);
-  }
-  time_step(options.stage_times, "verify", timer);
+  times.stop("verify");
   trace::mark("checksums queued");
 
-  for (size_t i = graph.nodes().size(); i-- > 0;) {
-    const auto& node = graph.nodes()[i];
-    const auto& spec = node.stage->spec();
-    const StageRecord& record = c.stages[i];
-    require_data(record.input_sizes.size() == node.inputs.size(), "stage input count");
-    for (size_t p = 0; p < node.inputs.size(); ++p)
-      require_data(record.input_sizes[p] <= bounds.at(key_of(node.inputs[p])), "stage input size");
-    if (const ChainFusion* chain = find_chain_ending(graph, i, ctx.device)) {
-      const size_t first = i + 1 - chain->length();
-      if (chain_applies(*chain, c, first, ctx)) {
-        std::vector<Buffer> outputs;
-        for (const PortRef& ref : chain->outputs(first)) {
-          auto it = ports.find(key_of(ref));
-          outputs.push_back(it->second);
-          ports.erase(it);
-        }
-        timer.start();
-        Buffer field = destination.data() ? destination.slice(0, field_bytes)
-                       : options.output == Location::host ? Buffer::host(field_bytes)
-                                                          : Buffer::device(field_bytes, ctx.stream);
-        chain->decode(ctx, outputs, field);
-        ports[key_of(graph.nodes()[first].inputs[0])] = field;
-        time_step(options.stage_times, chain_name(graph, first, chain->length()) + " decode", timer);
-        trace::mark("chain decoded");
-        i = first;
-        continue;
-      }
-    }
-    std::vector<Buffer> outputs;
-    for (const auto& port : spec.outputs) {
-      auto it = ports.find({int(i), port.name});
-      outputs.push_back(it->second);
-      ports.erase(it);
-    }
-    if (record.raw) require_data(spec.stores_raw_when_larger, "raw flag on a stage that never stores raw");
-    const GraphNode* previous = i > 0 && feeds_next(graph, i - 1) ? &graph.nodes()[i - 1] : nullptr;
-    const Fusion* fusion = previous && !record.raw ? find_fusion(*previous, node, ctx.device) : nullptr;
-    if (fusion) {
-      const StageRecord& previous_record = c.stages[i - 1];
-      require_data(previous_record.input_sizes.size() == 1 &&
-                       previous_record.input_sizes[0] <= bounds.at(key_of(previous->inputs[0])) &&
-                       fusion->intermediate_size(previous_record.input_sizes[0]) == record.input_sizes[0],
-                   "fused stage sizes");
-      timer.start();
-      ports[key_of(previous->inputs[0])] = fusion->decode(ctx, outputs[0], previous_record.input_sizes[0]);
-      time_step(options.stage_times, previous->id + "+" + node.id + " decode", timer);
-      trace::mark("fused stage decoded");
-      --i;
-      continue;
-    }
-    std::vector<Buffer> inputs;
-    if (record.raw) {
-      inputs = outputs;
-    } else {
-      timer.start();
-      inputs = node.stage->decode(ctx, outputs, record.input_sizes);
-      time_step(options.stage_times, node.id + " decode", timer);
-      trace::mark("stage decoded");
-    }
-    for (size_t p = 0; p < inputs.size(); ++p) {
-      require_data(inputs[p].size() == record.input_sizes[p], "decoded size differs from the recorded size");
-      ports[key_of(node.inputs[p])] = inputs[p];
+  // The field: the caller's memory, or a buffer of its own where the output goes, made once
+  // the first chunk needs it (see decode_chunk). Chunks are decoded where the plan computes;
+  // when that is not where the output goes, each chunk goes through a chunk buffer there.
+  Buffer data = destination.data() ? destination.slice(0, field_bytes) : Buffer();
+  const bool direct = options.output == compute;
+  Buffer staging;
+  auto output = [&]() -> Buffer& {
+    if (!data.data()) data = allocate(options.output, field_bytes, base.stream);
+    return data;
+  };
+  const size_t per_chunk = graph.stored().size();
+  for (uint64_t k = 0; k < plan->chunks; ++k) {
+    StageContext chunk = base;
+    chunk.dims = plan->chunk_dims(k);
+    chunk.chunk_first_value = plan->chunk_first_value(k);
+    const uint64_t at = chunk.chunk_first_value * value_bytes, bytes = chunk.dims.count() * value_bytes;
+    std::vector<Buffer> streams;
+    for (size_t s = 0; s < per_chunk; ++s) streams.push_back(move_to(views[k * per_chunk + s], compute, base.stream));
+    auto target = [&] {
+      if (direct) return output().slice(at, bytes);
+      if (!staging.data()) staging = allocate(compute, plan->chunk_dims(0).count() * value_bytes, base.stream);
+      return staging.slice(0, bytes);
+    };
+    decode_chunk(*plan, chunk, headers, c.chunks[k], streams, target, times);
+    if (!direct && bytes) {
+      times.start();
+      copy_bytes(output().data() + at, data.location(), staging.data(), staging.location(), bytes, base.stream);
+      times.stop("download");
     }
   }
+  output();  // an empty field
   if (source.on_device()) verify(pending);
+  synchronize(base.stream);
   trace::mark("checksums compared");
-  Buffer data = ports.at({-1, ""});
-  require_data(data.size() == field_bytes, "decoded field size");
-  timer.start();
-  // A field stored as a stream (a graph storing `input`, a stage stored raw on it) is still a
-  // view into the file, which may be a copy freed on return or the caller's own buffer: it
-  // gets memory of its own.
-  const bool view_of_file = data.location() == source.location() && data.data() >= source.data() &&
-                            data.data() < source.data() + source.size();
-  if (view_of_file && !destination.data()) {
-    Buffer own = data.on_device() ? Buffer::device(field_bytes, ctx.stream) : Buffer::host(field_bytes);
-    copy_bytes(own.data(), own.location(), data.data(), data.location(), field_bytes, ctx.stream);
-    data = own;
-  }
-  if (destination.data() && data.data() != destination.data()) {
-    copy_bytes(destination.data(), destination.location(), data.data(), data.location(), field_bytes, ctx.stream);
-    data = destination.slice(0, field_bytes);
-  }
-  data = move_to(data, options.output, ctx.stream);
-  if (options.output != location_of(ctx.device)) time_step(options.stage_times, "download", timer);
   return {data, c.header};
 }
 
@@ -471,17 +595,28 @@ Header decompress_into(const Buffer& file, void* destination, uint64_t capacity_
 
 uint64_t max_compressed_size(const Graph& graph_in, DType dtype, const Dims& dims, ErrorMode mode) {
   const Graph graph = mode == ErrorMode::lossless ? graph_in.without_predictor() : graph_in;
-  StageContext ctx;
-  ctx.dtype = dtype;
-  ctx.dims = dims;
-  const auto bounds = port_bounds(graph, ctx);
+  const std::shared_ptr<const Plan> plan = make_plan(graph, Device::cpu, dtype, dims);
   Container c;
   c.graph_json = graph.canonical_text();
-  for (const auto& node : graph.nodes()) c.stages.push_back({false, std::vector<uint64_t>(node.inputs.size())});
-  c.streams.resize(graph.stored().size());
-  uint64_t total = write_metadata(c).size();
-  for (const auto& ref : graph.stored()) total += padded8(bounds.at(key_of(ref)));
-  return total;
+  for (const auto& node : graph.nodes()) {
+    StageContext ctx;
+    ctx.dtype = dtype;
+    ctx.field_dims = ctx.dims = dims;
+    // Headers are small and data-independent in size for every stage so far: a sample stands in.
+    FieldSummary summary;
+    summary.bound = {mode == ErrorMode::lossless ? ErrorMode::abs : mode, 1};
+    c.stage_headers.push_back(is_float(dtype) || !node.stage->spec().predictor ? node.stage->make_header(ctx, summary)
+                                                                                 : std::vector<uint8_t>());
+  }
+  uint64_t payload = 0;
+  for (uint64_t k = 0; k < plan->chunks; ++k) {
+    ChunkRecord chunk;
+    for (const auto& node : graph.nodes()) chunk.stages.push_back({false, std::vector<uint64_t>(node.inputs.size())});
+    chunk.streams.resize(graph.stored().size());
+    c.chunks.push_back(chunk);
+    for (const auto& ref : graph.stored()) payload += padded8(plan->bounds.at(key_of(ref)));
+  }
+  return write_metadata(c).size() + payload;
 }
 
 }  // namespace fzg

@@ -40,18 +40,13 @@ struct ErrorBound {
   double value = 1e-3;
 };
 
-// What the quantizer uses, resolved from the request and the data.
+// What a predictor quantizes with, resolved from the request and the data (see
+// predictors/lorenzo/quantization.hh); files report it in their Header.
 struct Quantization {
   double error_bound = 0;  // absolute bound every point honours: |x - x'| <= error_bound
   double step = 1;         // quantization step, 2 * error_bound unless that is zero or not finite
   double min = 0, max = 0; // finite value range of the input (0, 0 when no finite value)
 };
-
-// Derives the absolute bound and step for a field of `type` whose finite values lie in
-// [min, max]. The step leaves room for the rounding of x' = T(q * step) to T, so points do not
-// fail the bound check by rounding alone. A zero bound (constant field in rel mode) asks for an
-// exact result: every point must then reconstruct exactly or become an exact outlier.
-Quantization resolve_quantization(const ErrorBound& request, DType type, double min, double max);
 
 // Finite min and max of a host field (NaN and +-Inf left out), OpenMP-parallel.
 void finite_range(const void* data, DType type, uint64_t count, double* min, double* max);

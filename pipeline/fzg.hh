@@ -38,8 +38,7 @@ struct CompressOptions {
   Device device = Device::cpu;
   cudaStream_t stream = nullptr;
   Location output = Location::host;          // where the file is written
-  std::vector<StageTime>* stage_times = nullptr;  // filled when given (synchronizes per stage)
-  uint64_t slab_values = 0;  // values a fused device chain codes at a time (0: automatic)
+  std::vector<StageTime>* stage_times = nullptr;  // filled when given (synchronizes per step, summed over chunks)
 };
 
 struct DecompressOptions {
@@ -47,7 +46,6 @@ struct DecompressOptions {
   cudaStream_t stream = nullptr;
   Location output = Location::host;
   std::vector<StageTime>* stage_times = nullptr;
-  uint64_t slab_values = 0;  // values a fused device chain decodes at a time (0: automatic)
 };
 
 struct Decompressed {
@@ -62,8 +60,11 @@ Decompressed decompress(const Buffer& file, const DecompressOptions& options);
 // not faulted in again. Throws invalid_argument when the field does not fit.
 Header decompress_into(const Buffer& file, void* destination, uint64_t capacity_bytes,
                        const DecompressOptions& options);
-// Reads the metadata alone (for `fzg info`); the file may be on the host or the device.
+// Reads the metadata alone (for `fzg info`); the file may be on the host or the device. The
+// stored graph is loaded and every stage header checked; header.quant is the predictor's.
 Container inspect(const Buffer& file, cudaStream_t stream = nullptr);
+// Each stage header described by its stage ({"predict": {"absolute_bound": ...}}).
+nlohmann::json describe_stage_headers(const Container& c);
 
 // Worst-case file size for a field of this type and shape: no input expands past it.
 uint64_t max_compressed_size(const Graph& graph, DType dtype, const Dims& dims, ErrorMode mode);

@@ -74,9 +74,15 @@ Graph Graph::default_fz() {
 
 Graph Graph::from_json(const nlohmann::json& config) {
   if (!config.is_object()) config_error("config must be a JSON object");
-  reject_unknown_keys(config, {"name", "description", "stages", "store"}, "config");
+  reject_unknown_keys(config, {"name", "description", "chunk_values", "stages", "store"}, "config");
   Graph graph;
   graph.name_ = config.contains("name") ? require_string(config, "name", "config") : "custom";
+  if (config.contains("chunk_values")) {
+    const auto& v = config.at("chunk_values");
+    if (!v.is_number_unsigned() || v.get<uint64_t>() < 1 || v.get<uint64_t>() > max_chunk_values)
+      config_error("config: \"chunk_values\" must be an integer in [1, " + std::to_string(max_chunk_values) + "]");
+    graph.chunk_values_ = v.get<uint64_t>();
+  }
   if (!config.contains("stages") || !config.at("stages").is_array()) config_error("config: \"stages\" must be an array");
   if (!config.contains("store") || !config.at("store").is_array()) config_error("config: \"store\" must be an array");
 
@@ -99,6 +105,8 @@ Graph Graph::from_json(const nlohmann::json& config) {
       config_error(where + ": " + e.what());
     }
     const auto& spec = node.stage->spec();
+    if (spec.stores_raw_when_larger && spec.outputs.size() < spec.inputs.size())
+      config_error(where + ": a stage that stores its inputs raw needs an output port for each");
     const nlohmann::json inputs = s.contains("inputs") ? s.at("inputs") : nlohmann::json::object();
     if (!inputs.is_object()) config_error(where + ": \"inputs\" must be an object");
     for (const auto& item : inputs.items()) {
@@ -119,7 +127,7 @@ Graph Graph::from_json(const nlohmann::json& config) {
   auto resolve = [&](const std::string& text, const std::string& where, PortType* type) {
     auto [node_id, port] = split_ref(text, where);
     if (node_id.empty()) {
-      *type = PortType::field;
+      *type = field_port;
       return PortRef{};
     }
     auto it = index_of.find(node_id);
@@ -142,7 +150,7 @@ Graph Graph::from_json(const nlohmann::json& config) {
       PortType produced;
       PortRef ref = resolve(raw[i].inputs[p].second, where, &produced);
       const PortType wanted = spec.inputs[p].type;
-      if (wanted != PortType::bytes && wanted != produced)
+      if (!accepts(wanted, produced))
         config_error(where + ": expects " + to_string(wanted) + " but \"" + raw[i].inputs[p].second + "\" is " +
                      to_string(produced));
       if (ref.node == int(i)) config_error(where + ": a stage cannot read its own output (cycle)");
@@ -220,7 +228,7 @@ nlohmann::json Graph::to_json() const {
   }
   nlohmann::json store = nlohmann::json::array();
   for (const auto& ref : stored_) store.push_back(describe(ref));
-  return {{"name", name_}, {"stages", stages}, {"store", store}};
+  return {{"name", name_}, {"chunk_values", chunk_values_}, {"stages", stages}, {"store", store}};
 }
 
 bool Graph::has_predictor() const {

@@ -7,6 +7,10 @@
 //                   "params": { "block_words": 4 } } ],
 //     "store": [ "pack.out", "predict.outliers" ] }
 //
+// "chunk_values" (optional) is the chunk size: the graph runs on chunks of about that many
+// values, whole slices of the slowest axis (whole tile rows for a predictor), each coded on its
+// own; the file indexes them, so any chunk decodes alone.
+//
 // "input" names the field (or, in lossless mode, its raw bytes). Every output is consumed by
 // exactly one stage or stored; the stored streams are what the file holds.
 #pragma once
@@ -35,6 +39,11 @@ struct GraphNode {
   std::shared_ptr<const Stage> stage;  // shared by copies of the graph and by every call
 };
 
+// About 64 MB of f32 per chunk: large enough that per-chunk launch and synchronization costs
+// vanish beside the chunk's work, small enough that a few chunks in flight fit anywhere.
+constexpr uint64_t default_chunk_values = uint64_t(1) << 24;
+constexpr uint64_t max_chunk_values = uint64_t(1) << 40;
+
 class Graph {
  public:
   static Graph from_json(const nlohmann::json& config);
@@ -49,6 +58,7 @@ class Graph {
   const std::string& canonical_text() const { return *text_; }
 
   const std::string& name() const { return name_; }
+  uint64_t chunk_values() const { return chunk_values_; }
   const std::vector<GraphNode>& nodes() const { return nodes_; }  // topological order
   const std::vector<PortRef>& stored() const { return stored_; }
   bool has_predictor() const;
@@ -60,6 +70,7 @@ class Graph {
 
  private:
   std::string name_;
+  uint64_t chunk_values_ = default_chunk_values;
   std::vector<GraphNode> nodes_;
   std::vector<PortRef> stored_;
   std::shared_ptr<const std::string> text_;

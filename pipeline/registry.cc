@@ -4,10 +4,8 @@
 #include <map>
 
 #include "bitshuffle/bitshuffle.hh"
-#include "fusions/lorenzo_pack.hh"
-#include "lossless/zeroblock/shuffle_pack.hh"
+#include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock.hh"
-#include "pipeline/fusion.hh"
 #include "pipeline/error.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 
@@ -35,37 +33,16 @@ std::unique_ptr<Stage> make_stage(const std::string& type, const nlohmann::json&
   return it->second(params);
 }
 
-const Fusion* find_fusion(const GraphNode& first, const GraphNode& second, Device device) {
-  static const std::vector<std::unique_ptr<Fusion>> table = [] {
-    std::vector<std::unique_ptr<Fusion>> t;
-    t.push_back(make_shuffle_pack_fusion());
+const Composite* find_composite(FusionRole first, FusionRole second, Device device) {
+  static const std::vector<std::unique_ptr<Composite>> table = [] {
+    std::vector<std::unique_ptr<Composite>> t;
+    t.push_back(make_shuffle_pack());
     return t;
   }();
-  for (const auto& fusion : table)
-    if (fusion->matches(first, second, device)) return fusion.get();
-  return nullptr;
-}
-
-namespace {
-const std::vector<std::unique_ptr<ChainFusion>>& chain_fusions() {
-  static const std::vector<std::unique_ptr<ChainFusion>> table = [] {
-    std::vector<std::unique_ptr<ChainFusion>> t;
-    t.push_back(make_lorenzo_pack_chain());
-    return t;
-  }();
-  return table;
-}
-}  // namespace
-
-const ChainFusion* find_chain_starting(const Graph& graph, size_t first, Device device) {
-  for (const auto& chain : chain_fusions())
-    if (first + chain->length() <= graph.nodes().size() && chain->matches(graph, first, device)) return chain.get();
-  return nullptr;
-}
-
-const ChainFusion* find_chain_ending(const Graph& graph, size_t last, Device device) {
-  for (const auto& chain : chain_fusions())
-    if (chain->length() <= last + 1 && chain->matches(graph, last + 1 - chain->length(), device)) return chain.get();
+  if (first == FusionRole::none || second == FusionRole::none) return nullptr;
+  for (const auto& composite : table)
+    if (composite->first() == first && composite->second() == second && composite->runs_on(device))
+      return composite.get();
   return nullptr;
 }
 
@@ -76,12 +53,18 @@ std::vector<std::string> stage_types() {
 }
 
 std::string to_string(PortType t) {
-  switch (t) {
-    case PortType::field: return "field";
-    case PortType::codes_u16: return "codes_u16";
-    case PortType::bytes: return "bytes";
+  switch (t.kind) {
+    case PortKind::field: return "field";
+    case PortKind::symbols: return "symbols<u" + std::to_string(8 * t.width) + ">";
+    case PortKind::bytes: return "bytes";
   }
   return "?";
+}
+
+bool accepts(PortType input, PortType output) { return input.kind == PortKind::bytes || input == output; }
+
+nlohmann::json Stage::describe_header(const StageContext&, const std::vector<uint8_t>& header) const {
+  return {{"bytes", header.size()}};
 }
 
 StageParams::StageParams(std::string stage_type, const nlohmann::json& params)

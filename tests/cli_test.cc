@@ -135,7 +135,7 @@ TEST_F(Cli, InfoShowsHeaderGraphAndStreams) {
   ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 500 -o " + path("a.fzg")).exit_code, 0);
   const CommandResult r = run("info " + path("a.fzg"));
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* part : {"format version 1", "rel", "pack.out", "predict.outliers", "zero-block"})
+  for (const char* part : {"format version 2", "rel", "pack.out", "predict.outliers", "zero-block"})
     EXPECT_NE(r.out.find(part), std::string::npos) << part;
 }
 
@@ -159,13 +159,13 @@ TEST_F(Cli, BenchTraceListsEachCallsMarksInOrder) {
   ASSERT_NE(compress, std::string::npos);
   ASSERT_NE(decompress, std::string::npos);
   const std::string forward = r.err.substr(compress, decompress - compress);
-  const size_t range = forward.find("value range"), stage = forward.find("stage encoded"), end = forward.find("  end");
+  const size_t range = forward.find("value range"), stage = forward.find("step encoded"), end = forward.find("  end");
   ASSERT_NE(range, std::string::npos);
   ASSERT_NE(stage, std::string::npos);
   ASSERT_NE(end, std::string::npos);
   EXPECT_LT(range, stage);
   EXPECT_LT(stage, end);
-  EXPECT_NE(r.err.find("stage decoded", decompress), std::string::npos);
+  EXPECT_NE(r.err.find("step decoded", decompress), std::string::npos);
 }
 
 TEST_F(Cli, GenWritesTheRequestedSize) {

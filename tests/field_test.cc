@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "pipeline/checksum.hh"
+#include "predictors/lorenzo/quantization.hh"
 #include "test_util.hh"
 
 namespace fzg {
@@ -79,26 +80,26 @@ TEST(Buffer, HostCopiesAtAnyOffsetCopyEveryByte) {
 }
 
 TEST(Quantization, RelIsBoundTimesRangeAndStepLeavesRoomForRounding) {
-  const Quantization q = resolve_quantization({ErrorMode::rel, 1e-4}, DType::f32, 287.3, 289.1);
+  const Quantization q = lorenzo::resolve_quantization({ErrorMode::rel, 1e-4}, DType::f32, 287.3, 289.1);
   EXPECT_DOUBLE_EQ(q.error_bound, 1e-4 * (289.1 - 287.3));
   // Half an f32 ulp at 289 is 2^-16: the step shrinks by exactly that on each side.
   EXPECT_DOUBLE_EQ(q.step, 2 * (q.error_bound - std::ldexp(1.0, -16)));
 }
 
 TEST(Quantization, PsnrBoundFollowsUniformErrorModel) {
-  const Quantization q = resolve_quantization({ErrorMode::psnr, 60}, DType::f64, 0, 10);
+  const Quantization q = lorenzo::resolve_quantization({ErrorMode::psnr, 60}, DType::f64, 0, 10);
   EXPECT_NEAR(q.error_bound, std::sqrt(3.0) * 10 * 1e-3, 1e-15);
 }
 
 TEST(Quantization, ZeroRangeAsksForExactValues) {
-  const Quantization q = resolve_quantization({ErrorMode::rel, 1e-3}, DType::f32, 3.7, 3.7);
+  const Quantization q = lorenzo::resolve_quantization({ErrorMode::rel, 1e-3}, DType::f32, 3.7, 3.7);
   EXPECT_EQ(q.error_bound, 0.0);
   EXPECT_GT(q.step, 0.0);
 }
 
 TEST(Quantization, NegativeOrNonFiniteBoundIsRejected) {
-  EXPECT_THROW(resolve_quantization({ErrorMode::abs, -1}, DType::f32, 0, 1), Error);
-  EXPECT_THROW(resolve_quantization({ErrorMode::abs, NAN}, DType::f32, 0, 1), Error);
+  EXPECT_THROW(lorenzo::resolve_quantization({ErrorMode::abs, -1}, DType::f32, 0, 1), Error);
+  EXPECT_THROW(lorenzo::resolve_quantization({ErrorMode::abs, NAN}, DType::f32, 0, 1), Error);
 }
 
 TEST(FiniteRange, IgnoresNanAndInf) {

@@ -77,6 +77,29 @@ TEST_P(Golden, CompressionWritesThePinnedBytes) {
   EXPECT_EQ(std::memcmp(from_pinned.data.data(), fresh.data.data(), input.size()), 0);
 }
 
+// Version 1 files (tests/golden/v1, written by fzg 0.1 before chunking) still decode, to the
+// values a fresh round trip gives: one chunk, the same tiles, the same quantization.
+TEST_P(Golden, VersionOneFilesStillDecode) {
+  const GoldenCase& g = GetParam();
+  std::ifstream in(std::string(FZG_TESTS_DIR) + "/golden/v1/" + g.file, std::ios::binary);
+  ASSERT_TRUE(in) << "missing v1 golden file " << g.file;
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Buffer v1 = Buffer::host(bytes.size());
+  std::memcpy(v1.data(), bytes.data(), bytes.size());
+  const Container c = inspect(v1);
+  EXPECT_EQ(c.header.version, 1);
+  EXPECT_EQ(c.chunks.size(), 1u);
+  const Buffer input = golden_input(g);
+  CompressOptions options;
+  options.bound = g.bound;
+  const Decompressed fresh = decompress(
+      compress(Graph::default_fz(), {input.data(), Location::host, g.dtype, Dims::make(g.dims)}, options), {});
+  const Decompressed old = decompress(v1, {});
+  EXPECT_EQ(old.header.quant.error_bound, fresh.header.quant.error_bound);
+  ASSERT_EQ(old.data.size(), input.size());
+  EXPECT_EQ(std::memcmp(old.data.data(), fresh.data.data(), input.size()), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Files, Golden, ::testing::ValuesIn(golden_cases()), [](const auto& info) {
   std::string name = info.param.file.substr(0, info.param.file.size() - 4);
   for (auto& c : name)

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "bitshuffle/bitshuffle.hh"
-#include "lossless/zeroblock/shuffle_pack.hh"
+#include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock.hh"
 #include "test_util.hh"
 
@@ -323,16 +323,18 @@ TEST(Gpu, HostFieldsUploadedInPiecesGiveTheCpuFile) {
   EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
 }
 
-bool ran(const std::vector<StageTime>& times, const std::string& step) {
-  return std::any_of(times.begin(), times.end(), [&](const StageTime& t) { return t.stage == step; });
+// The default graph chunked at `chunk_values`.
+Graph chunked_fz(uint64_t chunk_values) {
+  nlohmann::json config = Graph::default_fz().to_json();
+  config["chunk_values"] = chunk_values;
+  return Graph::from_json(config);
 }
 
-// The fused chain (Lorenzo, bitshuffle and zero-block a slab at a time) writes the CPU's file
-// whatever the slab: one tile row, rows whose codes end inside a shuffle-pack chunk or a
-// shuffle tile, several chunks, the whole field; 1D, 2D and 3D, with and without outliers.
-// Files decode on the device with any other slab size to the CPU's reconstruction, whether
-// the field stays on the device or goes to the host a slab at a time.
-TEST(Gpu, ChainSlabsOfAnySizeWriteTheCpuFile) {
+// Chunks of any size write the CPU's file on the GPU: one tile row per chunk, rows whose
+// codes end inside a shuffle-pack chunk or a shuffle tile, several chunks, the whole field;
+// 1D, 2D and 3D, with and without outliers. The files decode on the device to the CPU's
+// reconstruction, whether the field stays on the device or goes to the host.
+TEST(Gpu, ChunksOfAnySizeWriteTheCpuFile) {
   FZG_REQUIRE_GPU();
   const std::vector<std::pair<std::vector<uint64_t>, testing::Hazard>> fields = {
       {{100003}, testing::Hazard::spikes},   {{1000, 70}, testing::Hazard::smooth},
@@ -342,135 +344,94 @@ TEST(Gpu, ChainSlabsOfAnySizeWriteTheCpuFile) {
     const Dims d = Dims::make(shape);
     const Buffer host = testing::host_buffer(testing::make_values<float>(hazard, d.count()));
     const FieldRef field{host.data(), Location::host, DType::f32, d};
-    CompressOptions on_cpu;
-    on_cpu.bound = {ErrorMode::rel, 1e-3};
-    const Buffer cpu_file = compress(Graph::default_fz(), field, on_cpu);
-    const Decompressed expected = decompress(cpu_file, {});
-    for (const uint64_t slab : {uint64_t(1), uint64_t(9000), uint64_t(50000), uint64_t(0)}) {
-      std::vector<StageTime> times;
+    for (const uint64_t chunk : {uint64_t(1), uint64_t(9000), uint64_t(50000), default_chunk_values}) {
+      const Graph graph = chunked_fz(chunk);
+      CompressOptions on_cpu;
+      on_cpu.bound = {ErrorMode::rel, 1e-3};
+      const Buffer cpu_file = compress(graph, field, on_cpu);
+      const Decompressed expected = decompress(cpu_file, {});
       CompressOptions on_gpu = on_cpu;
       on_gpu.device = Device::cuda;
-      on_gpu.slab_values = slab;
-      on_gpu.stage_times = &times;
-      const Buffer gpu_file = compress(Graph::default_fz(), field, on_gpu);
-      // Fields with NaN or fill values scattered at random leave codes too dense for the chain.
-      const bool dense = hazard == testing::Hazard::nan_inf || hazard == testing::Hazard::fill_values;
-      EXPECT_EQ(ran(times, "predict+shuffle+pack encode"), !dense) << d.to_string() << ", slab " << slab;
-      ASSERT_EQ(gpu_file.size(), cpu_file.size()) << d.to_string() << ", slab " << slab;
-      EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0) << d.to_string() << ", slab " << slab;
-      times.clear();
+      const Buffer gpu_file = compress(graph, field, on_gpu);
+      ASSERT_EQ(gpu_file.size(), cpu_file.size()) << d.to_string() << ", chunk " << chunk;
+      EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0) << d.to_string() << ", chunk " << chunk;
       DecompressOptions back;
       back.device = Device::cuda;
-      back.slab_values = slab == 0 ? 20000 : slab * 3;
-      back.stage_times = &times;
       const Decompressed out = decompress(cpu_file, back);
-      EXPECT_TRUE(ran(times, "predict+shuffle+pack decode")) << d.to_string();
       ASSERT_EQ(out.data.size(), expected.data.size());
-      EXPECT_EQ(std::memcmp(out.data.data(), expected.data.data(), out.data.size()), 0) << d.to_string() << ", slab " << slab;
+      EXPECT_EQ(std::memcmp(out.data.data(), expected.data.data(), out.data.size()), 0) << d.to_string() << ", chunk " << chunk;
       back.output = Location::device;
       const Buffer on_device = to_host(decompress(cpu_file, back).data, nullptr);
       ASSERT_EQ(on_device.size(), expected.data.size());
-      EXPECT_EQ(std::memcmp(on_device.data(), expected.data.data(), on_device.size()), 0) << d.to_string() << ", slab " << slab;
+      EXPECT_EQ(std::memcmp(on_device.data(), expected.data.data(), on_device.size()), 0) << d.to_string() << ", chunk " << chunk;
     }
   }
 }
 
-// A noise field compressed at a relative bound on the CPU and on the GPU, and whether the GPU
-// ran the chain.
-struct NoiseFiles {
-  Dims dims = Dims::make({96, 64, 40});
-  Buffer cpu_file, gpu_file;
-  bool chain_ran = false;
-};
-NoiseFiles compress_noise(double rel) {
-  NoiseFiles out;
-  const Buffer host = testing::host_buffer(testing::make_values<float>(testing::Hazard::noise, out.dims.count()));
-  const FieldRef field{host.data(), Location::host, DType::f32, out.dims};
-  CompressOptions on_cpu;
-  on_cpu.bound = {ErrorMode::rel, rel};
-  std::vector<StageTime> times;
-  CompressOptions on_gpu = on_cpu;
-  on_gpu.device = Device::cuda;
-  on_gpu.stage_times = &times;
-  out.cpu_file = compress(Graph::default_fz(), field, on_cpu);
-  out.gpu_file = compress(Graph::default_fz(), field, on_gpu);
-  out.chain_ran = ran(times, "predict+shuffle+pack encode");
-  return out;
-}
-
-// Codes too dense for the chain's scratch (noise under a tight bound): the chain declines, the
-// stages run in turn, and the file is still the CPU's.
-TEST(Gpu, IncompressibleCodesLeaveTheChainToTheStages) {
+// Noise under a tight bound (codes too dense to pack: zero-block stores them raw) and under a
+// loose one (a third of the codes' words kept): the composite step and the stages give the
+// CPU's file, and the GPU decodes it to the CPU's reconstruction.
+TEST(Gpu, NoiseAtTightAndLooseBoundsGivesTheCpuFile) {
   FZG_REQUIRE_GPU();
-  const NoiseFiles f = compress_noise(1e-4);
-  const Buffer &cpu_file = f.cpu_file, &gpu_file = f.gpu_file;
-  EXPECT_FALSE(f.chain_ran);
-  ASSERT_EQ(gpu_file.size(), cpu_file.size());
-  EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
-  DecompressOptions back;
-  back.device = Device::cuda;
-  const Decompressed a = decompress(gpu_file, back), b = decompress(cpu_file, {});
-  ASSERT_EQ(a.data.size(), b.data.size());
-  EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0);
+  const Dims d = Dims::make({96, 64, 40});
+  const Buffer host = testing::host_buffer(testing::make_values<float>(testing::Hazard::noise, d.count()));
+  const FieldRef field{host.data(), Location::host, DType::f32, d};
+  for (const double rel : {1e-4, 1e-1}) {
+    CompressOptions on_cpu;
+    on_cpu.bound = {ErrorMode::rel, rel};
+    CompressOptions on_gpu = on_cpu;
+    on_gpu.device = Device::cuda;
+    const Buffer cpu_file = compress(Graph::default_fz(), field, on_cpu);
+    const Buffer gpu_file = compress(Graph::default_fz(), field, on_gpu);
+    ASSERT_EQ(gpu_file.size(), cpu_file.size()) << rel;
+    EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0) << rel;
+    DecompressOptions back;
+    back.device = Device::cuda;
+    const Decompressed a = decompress(gpu_file, back), b = decompress(cpu_file, {});
+    ASSERT_EQ(a.data.size(), b.data.size());
+    EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0) << rel;
+  }
 }
 
-// The chain's blocks scratch is sized for ratio 8 and up: a stream past that (noise under a
-// loose bound: about a third of the codes' words kept) is coded again into a scratch of its
-// exact size, still by the chain, and the file is still the CPU's.
-TEST(Gpu, StreamsOutgrowingTheGuessAreCodedAgainByTheChain) {
-  FZG_REQUIRE_GPU();
-  const NoiseFiles f = compress_noise(1e-1);
-  const Buffer &cpu_file = f.cpu_file, &gpu_file = f.gpu_file;
-  EXPECT_TRUE(f.chain_ran);
-  // More blocks than the first scratch held: the stream, less its most flag words and group
-  // bits (a word per 32 codes, and per 1024), is past a quarter of the codes.
-  const uint64_t codes_bytes = 2 * f.dims.count();
-  const Container c = inspect(cpu_file);
-  ASSERT_GT(c.streams[0].size, codes_bytes / 4 + codes_bytes / 32 + codes_bytes / 1024 + 8);
-  ASSERT_EQ(gpu_file.size(), cpu_file.size());
-  EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
-}
-
-// The chain never holds a whole field's codes (half an f32 field) nor room for the blocks of
-// anything but a well-compressed stream: compressing a device field takes the file and less
-// than a fifth of the field again, decompressing little more than the output.
-TEST(Gpu, ChainMemoryStaysNearInputPlusOutput) {
+// Chunked, the device holds the field, the streams and a few chunks' intermediates when
+// compressing a device field; the field and a few chunks when decompressing to the device;
+// and the file and a few chunks when decompressing to the host.
+TEST(Gpu, ChunkedMemoryStaysNearInputPlusOutput) {
   FZG_REQUIRE_GPU();
   const Dims d = Dims::make({256, 256, 160});
   const uint64_t field_bytes = d.count() * sizeof(float);
+  const uint64_t chunk_values = uint64_t(1) << 20, chunk_bytes = chunk_values * sizeof(float);
+  const Graph graph = chunked_fz(chunk_values);
   const Buffer field = to_device(synthesize(SynthKind::turbulent, DType::f32, d), nullptr);
   CompressOptions options;
   options.device = Device::cuda;
   options.output = Location::device;
-  options.slab_values = uint64_t(1) << 20;
   synchronize(nullptr);
   reset_device_memory_peak();
   const size_t before = device_memory_stats().current_bytes;
-  const Buffer file = compress(Graph::default_fz(), {field.data(), Location::device, DType::f32, d}, options);
+  const Buffer file = compress(graph, {field.data(), Location::device, DType::f32, d}, options);
   synchronize(nullptr);
   const size_t compress_peak = device_memory_stats().peak_bytes - before;
-  EXPECT_LT(compress_peak, file.size() + field_bytes / 5) << "file " << file.size();
-  std::cout << "compress peak " << compress_peak << " of a " << field_bytes << "-byte field\n";
+  EXPECT_LT(compress_peak, 2 * file.size() + 4 * chunk_bytes) << "file " << file.size();
+  std::cout << "compress peak " << compress_peak << " of a " << field_bytes << "-byte field, file " << file.size() << "\n";
   DecompressOptions back;
   back.device = Device::cuda;
   back.output = Location::device;
-  back.slab_values = uint64_t(1) << 20;
   reset_device_memory_peak();
   const size_t before_decode = device_memory_stats().current_bytes;
   const Decompressed out = decompress(file, back);
   synchronize(nullptr);
   const size_t decompress_peak = device_memory_stats().peak_bytes - before_decode;
-  EXPECT_LT(decompress_peak, field_bytes + field_bytes / 4);
+  EXPECT_LT(decompress_peak, field_bytes + 4 * chunk_bytes);
   EXPECT_GE(decompress_peak, field_bytes);
   std::cout << "decompress peak " << decompress_peak << "\n";
-  // To the host, two slabs of the output at a time: never the whole field on the device.
   back.output = Location::host;
   const Buffer host_file = to_host(file, nullptr);
   reset_device_memory_peak();
   const size_t before_host = device_memory_stats().current_bytes;
   const Decompressed on_host = decompress(host_file, back);
   const size_t host_peak = device_memory_stats().peak_bytes - before_host;
-  EXPECT_LT(host_peak, field_bytes * 3 / 5);
+  EXPECT_LT(host_peak, 4 * chunk_bytes);
   std::cout << "decompress to the host: peak " << host_peak << "\n";
   ASSERT_EQ(on_host.data.size(), field_bytes);
   const Buffer from_device = to_host(out.data, nullptr);
@@ -523,7 +484,6 @@ TEST(Gpu, DecompressIntoCallerMemoryMatchesTheCpu) {
     const Decompressed expected = decompress(file, {});
     DecompressOptions on_gpu;
     on_gpu.device = Device::cuda;
-    on_gpu.slab_values = 50000;
     std::vector<float> out(d.count());
     decompress_into(file, out.data(), out.size() * sizeof(float), on_gpu);
     EXPECT_EQ(std::memcmp(out.data(), expected.data.data(), expected.data.size()), 0) << testing::to_string(hazard);

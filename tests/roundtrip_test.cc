@@ -35,11 +35,16 @@ INSTANTIATE_TEST_SUITE_P(Cases, RoundTrip, ::testing::ValuesIn(testing::round_tr
                          [](const auto& info) { return info.param.name; });
 
 TEST(RoundTripBound, RelativeBoundIsTheFractionOfTheFiniteRange) {
-  std::vector<float> v = {1.0f, 3.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 11.0f};
+  // Enough values that the lossy file is kept (a handful would be stored exactly).
+  std::vector<float> v(4096);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 2.0f + float(i % 64) / 8.0f;  // within [2, 9.875]
+  v[5] = 1.0f, v[77] = 11.0f, v[300] = std::numeric_limits<float>::quiet_NaN();
+  v[301] = std::numeric_limits<float>::infinity();
   const Buffer b = testing::host_buffer(v);
   CompressOptions options;
   options.bound = {ErrorMode::rel, 1e-2};
-  const Buffer file = compress(Graph::default_fz(), {b.data(), Location::host, DType::f32, Dims::make({5})}, options);
+  const Buffer file =
+      compress(Graph::default_fz(), {b.data(), Location::host, DType::f32, Dims::make({v.size()})}, options);
   const Decompressed out = decompress(file, {});
   EXPECT_DOUBLE_EQ(out.header.quant.error_bound, 1e-2 * 10.0);
   EXPECT_DOUBLE_EQ(out.header.quant.min, 1.0);

@@ -18,10 +18,12 @@ class ZeroBlockStage final : public Stage {
   }
 
   const StageSpec& spec() const override {
-    static const StageSpec s{"zero-block", {{"in", PortType::bytes}}, {{"out", PortType::bytes}}, false, true};
+    static const StageSpec s{"zero-block", {{"in", bytes_port}}, {{"out", bytes_port}}, false, /*stores_raw=*/true};
     return s;
   }
   nlohmann::json params() const override { return {{"block_words", block_words_}}; }
+  // One word per block: a group of 32 blocks is one 32x32 bit-plane tile.
+  FusionRole fusion_role() const override { return block_words_ == 1 ? FusionRole::word_zero_pack : FusionRole::none; }
 
   std::vector<uint64_t> max_output_sizes(const StageContext&, const std::vector<uint64_t>& in) const override {
     return {zeroblock::Layout(in.at(0), block_words_).max_encoded_bytes()};
@@ -29,33 +31,34 @@ class ZeroBlockStage final : public Stage {
 
   std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) const override {
     const Buffer& in = inputs.at(0);
-    if (ctx.device == Device::cuda) {
-#ifdef FZG_HAVE_CUDA
-      return {zeroblock::encode_cuda(in.data(), in.size(), block_words_, ctx.stream)};
-#endif
-    }
-    Buffer out = Buffer::host(zeroblock::Layout(in.size(), block_words_).max_encoded_bytes());
-    out.shrink(zeroblock::encode_cpu(in.data(), in.size(), block_words_, out.as<uint32_t>()));
-    return {out};
+    return on_backend(
+        ctx,
+        [&] {
+          Buffer out = Buffer::host(zeroblock::Layout(in.size(), block_words_).max_encoded_bytes());
+          out.shrink(zeroblock::encode_cpu(in.data(), in.size(), block_words_, out.as<uint32_t>()));
+          return std::vector<Buffer>{out};
+        },
+        [&] { return std::vector<Buffer>{zeroblock::encode_cuda(in.data(), in.size(), block_words_, ctx.stream)}; });
   }
 
-  std::vector<Buffer> decode(const StageContext& ctx, const std::vector<Buffer>& outputs,
-                             const std::vector<uint64_t>& input_sizes) const override {
-    const uint64_t size = input_sizes.at(0);
+  // The group flags alone cover the whole input: a stream too short for them is damage.
+  void check_outputs(const StageContext&, const std::vector<Buffer>& outputs,
+                     const std::vector<uint64_t>& input_sizes) const override {
+    require_data(outputs.at(0).size() / 4 >= zeroblock::Layout(input_sizes.at(0), block_words_).group_flag_words,
+                 "zero-block flags");
+  }
+
+  void decode(const StageContext& ctx, const std::vector<Buffer>& outputs, std::vector<Buffer>& inputs) const override {
+    Buffer& out = inputs.at(0);
     const Buffer& encoded = outputs.at(0);
-    // The group flags alone cover the whole output: a stream too short for them is damage,
-    // found before the output is allocated (a small file may not claim petabytes).
-    require_data(encoded.size() / 4 >= zeroblock::Layout(size, block_words_).group_flag_words, "zero-block flags");
-    if (ctx.device == Device::cuda) {
-#ifdef FZG_HAVE_CUDA
-      Buffer out = Buffer::device(size, ctx.stream);
-      zeroblock::decode_cuda(encoded.as<uint32_t>(), encoded.size(), block_words_, out.data(), size, ctx.stream);
-      return {out};
-#endif
-    }
-    Buffer out = Buffer::host(size);
-    zeroblock::decode_cpu(encoded.as<uint32_t>(), encoded.size(), block_words_, out.data(), size);
-    return {out};
+    check_outputs(ctx, outputs, {out.size()});
+    on_backend(
+        ctx,
+        [&] { zeroblock::decode_cpu(encoded.as<uint32_t>(), encoded.size(), block_words_, out.data(), out.size()); },
+        [&] {
+          zeroblock::decode_cuda(encoded.as<uint32_t>(), encoded.size(), block_words_, out.data(), out.size(),
+                                 ctx.stream);
+        });
   }
 
  private:

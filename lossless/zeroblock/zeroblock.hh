@@ -38,12 +38,11 @@ struct Layout {
 uint64_t encode_cpu(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, uint32_t* output);
 void decode_cpu(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,
                 uint64_t output_bytes);
-#ifdef FZG_HAVE_CUDA
+// CUDA backend (defined in CUDA builds): the same bytes.
 // Sizes the output exactly once the placement is known (no worst-case buffer on the device).
 Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, cudaStream_t stream);
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,
                  uint64_t output_bytes, cudaStream_t stream);
-#endif
 
 }  // namespace zeroblock
 }  // namespace fzg

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "pipeline/error.hh"
+#include "predictors/lorenzo/quantization.hh"
 
 namespace fzg {
 namespace lorenzo {
@@ -86,13 +87,37 @@ class LorenzoStage final : public Stage {
 
   const StageSpec& spec() const override {
     static const StageSpec s{"lorenzo",
-                             {{"field", PortType::field}},
-                             {{"codes", PortType::codes_u16}, {"outliers", PortType::bytes}},
-                             true};
+                             {{"field", field_port}},
+                             {{"codes", symbols_port(2)}, {"outliers", bytes_port}},
+                             /*predictor=*/true,
+                             /*stores_raw_when_larger=*/false,
+                             /*needs_value_range=*/true};
     return s;
   }
 
   nlohmann::json params() const override { return nlohmann::json::object(); }
+
+  // The lossy step: the request and the whole field's value range give the bound and step
+  // every chunk quantizes with.
+  std::vector<uint8_t> make_header(const StageContext& ctx, const FieldSummary& summary) const override {
+    check_field(ctx);
+    return lorenzo::write_quantization(lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max));
+  }
+
+  nlohmann::json describe_header(const StageContext&, const std::vector<uint8_t>& header) const override {
+    const Quantization q = lorenzo::read_quantization(header);
+    return {{"absolute_bound", q.error_bound}, {"step", q.step}, {"min", q.min}, {"max", q.max}};
+  }
+
+  Quantization quantization(const std::vector<uint8_t>& header) const override {
+    return lorenzo::read_quantization(header);
+  }
+
+  // Chunks are whole tile rows, so that every tile lies in one chunk and codes the same there.
+  uint64_t chunk_rows(const Dims& dims) const override {
+    const lorenzo::TileShape tile = lorenzo::tile_shape(dims.rank);
+    return dims.rank == 1 ? tile.x : dims.rank == 2 ? tile.y : tile.z;
+  }
 
   std::vector<uint64_t> max_output_sizes(const StageContext& ctx, const std::vector<uint64_t>&) const override {
     const uint64_t n = ctx.dims.count();
@@ -104,37 +129,39 @@ class LorenzoStage final : public Stage {
     const uint64_t n = ctx.dims.count();
     if (inputs.at(0).size() != n * dtype_size(ctx.dtype))
       fail(ErrorCode::invalid_argument, "lorenzo: input size does not match the field's dims and type");
-    if (ctx.device == Device::cuda) {
-#ifdef FZG_HAVE_CUDA
-      Buffer codes = Buffer::device(2 * n, ctx.stream);
-      Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, ctx.quant, codes.as<uint16_t>(),
-                                             ctx.stream);
-      return {codes, outliers};
-#endif
-    }
-    Buffer codes = Buffer::host(2 * n);
-    Buffer outliers = lorenzo::encode_cpu(inputs[0].data(), ctx.dtype, ctx.dims, ctx.quant, codes.as<uint16_t>());
-    return {codes, outliers};
+    const Quantization quant = lorenzo::read_quantization(*ctx.header);
+    return on_backend(
+        ctx,
+        [&] {
+          Buffer codes = Buffer::host(2 * n);
+          Buffer outliers = lorenzo::encode_cpu(inputs[0].data(), ctx.dtype, ctx.dims, quant, codes.as<uint16_t>());
+          return std::vector<Buffer>{codes, outliers};
+        },
+        [&] {
+          Buffer codes = Buffer::device(2 * n, ctx.stream);
+          Buffer outliers =
+              lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, quant, codes.as<uint16_t>(), ctx.stream);
+          return std::vector<Buffer>{codes, outliers};
+        });
   }
 
-  std::vector<Buffer> decode(const StageContext& ctx, const std::vector<Buffer>& outputs,
-                             const std::vector<uint64_t>&) const override {
+  void decode(const StageContext& ctx, const std::vector<Buffer>& outputs, std::vector<Buffer>& inputs) const override {
     check_field(ctx);
     const uint64_t n = ctx.dims.count();
     require_data(outputs.at(0).size() == 2 * n, "lorenzo codes size");
+    require_data(inputs.at(0).size() == n * dtype_size(ctx.dtype), "lorenzo field size");
+    const Quantization quant = lorenzo::read_quantization(*ctx.header);
     const Buffer& outliers = outputs.at(1);
-    if (ctx.device == Device::cuda) {
-#ifdef FZG_HAVE_CUDA
-      Buffer field = Buffer::device(n * dtype_size(ctx.dtype), ctx.stream);
-      lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims,
-                           ctx.quant, field.data(), ctx.stream);
-      return {field};
-#endif
-    }
-    Buffer field = Buffer::host(n * dtype_size(ctx.dtype));
-    lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims, ctx.quant,
-                        field.data());
-    return {field};
+    on_backend(
+        ctx,
+        [&] {
+          lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims, quant,
+                              inputs[0].data());
+        },
+        [&] {
+          lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims, quant,
+                               inputs[0].data(), ctx.stream);
+        });
   }
 
  private:

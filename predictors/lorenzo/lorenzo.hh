@@ -64,12 +64,13 @@ Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantiz
 void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                 const Quantization& quant, void* field);
 
-#ifdef FZG_HAVE_CUDA
+// CUDA backend (defined in CUDA builds): the same bytes.
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    cudaStream_t stream);
 void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                  const Quantization& quant, void* field, cudaStream_t stream);
 
+#ifdef FZG_HAVE_CUDA
 // Slab-wise device coding, for chains that never hold a whole field's codes (a predictor
 // fused with its lossless stages). A tile row is the run of tiles that share the slowest
 // axis' tile index (8 planes in 3D, 32 rows in 2D, one tile in 1D): its points are one

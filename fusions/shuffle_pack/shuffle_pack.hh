@@ -4,19 +4,20 @@
 #pragma once
 #include <memory>
 
+#include "fusions/composite.hh"
 #include "lossless/zeroblock/zeroblock.hh"
-#include "pipeline/fusion.hh"
 
 namespace fzg {
 
-std::unique_ptr<Fusion> make_shuffle_pack_fusion();
+std::unique_ptr<Composite> make_shuffle_pack();
 
 namespace shuffle_pack {
-#ifdef FZG_HAVE_CUDA
-// The encoded stream, sized exactly once the placement is known.
+// The encoded stream, sized exactly once the placement is known (defined in CUDA builds).
 Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stream);
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
                  cudaStream_t stream);
+
+#ifdef FZG_HAVE_CUDA
 
 // Bytes [from, from + bytes) of a window to copy to `to` on the way: an even count below
 // max_bytes, `from` and `to` 16-byte aligned.

@@ -14,7 +14,7 @@
 #include <algorithm>
 
 #include "bitshuffle/bitshuffle.cuh"
-#include "lossless/zeroblock/shuffle_pack.hh"
+#include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
 #include "pipeline/cuda_check.cuh"
 #include "pipeline/device_words.cuh"
