@@ -8,16 +8,18 @@
 //   1. as given, so that the reader's own checks (magic, version, sizes, checksums) are
 //      exercised on the raw bytes; the bytes lie at an odd address (as in a caller's larger
 //      buffer), so the library takes its path for unaligned files;
-//   2. with its checksums repaired (stream checksums, payload size, header checksum
-//      recomputed as a writer would), so that mutations reach the graph loader and the stage
-//      decoders instead of stopping at a checksum; 8-byte aligned. Skipped when nothing
-//      changed.
+//   2. with its checksums repaired (stream checksums, payload size, header checksum, and in a
+//      version 2 file the metadata size, recomputed as a writer would), so that mutations
+//      reach the graph loader and the stage decoders instead of stopping at a checksum;
+//      8-byte aligned. Skipped when nothing changed. Version 1 and version 2 files are both
+//      repaired (each by its own layout).
 //
 // FZG_FUZZ_REPAIRED=PATH writes the repaired bytes of each input to PATH (for one input:
 // the file that `fzg decompress` or a unit test can then be given).
 //
-// With FZG_FUZZ_STRICT=1 an accepted file must also have zero padding (after the graph and
-// after each stream) and zero reserved fields, as docs/FORMAT.md says a writer leaves them.
+// With FZG_FUZZ_STRICT=1 an accepted file must also have zero padding (after the graph, after
+// each stage header and after each stream) and zero reserved fields, as docs/FORMAT.md says a
+// writer leaves them.
 //
 // Declared sizes are capped (FZG_FUZZ_MAX_BYTES, default 32 MiB): a file may claim a field
 // of up to 2^62 values, and the library allocates the declared sizes of the field and of the
@@ -55,14 +57,37 @@ template <typename T> void store(uint8_t* p, T v) { std::memcpy(p, &v, sizeof(T)
 
 uint64_t pad8(uint64_t n) { return (n + 7) & ~uint64_t(7); }
 
-// Rewrites what a writer computes from the rest of the file (docs/FORMAT.md): each stream's
-// fzg64 over its own bytes (padding excluded), the payload size and the header checksum.
-// Streams are taken at the offsets their sizes give; one that does not fit is left as is,
-// as is every later one. Returns false where the layout cannot be followed (no change).
-bool repair_checksums(std::vector<uint8_t>& f) {
+// Each stream's checksum in the table at `table` (its records 16 bytes apart, the first
+// stream at `metadata`); returns the payload size the sizes give.
+uint64_t checksum_streams(std::vector<uint8_t>& f, uint64_t table, uint64_t streams, uint64_t metadata) {
   const uint64_t size = f.size();
-  static const uint8_t magic[4] = {0x89, 'F', 'Z', 'G'};
-  if (size < 112 || std::memcmp(f.data(), magic, 4) != 0 || load<uint16_t>(&f[4]) != 1) return false;
+  uint64_t offset = metadata;
+  uint64_t payload = 0;
+  bool fits = true;
+  for (uint64_t s = 0; s < streams; ++s) {
+    const uint64_t n = load<uint64_t>(&f[table + 16 * s]);
+    payload += pad8(n);  // wraps as a writer's sum would; the reader rejects it either way
+    if (!fits || n > size - offset) {
+      fits = false;
+      continue;
+    }
+    store<uint64_t>(&f[table + 16 * s + 8], fzg::checksum_host(f.data() + offset, n));
+    offset += pad8(n);
+    if (offset > size) fits = false;
+  }
+  return payload;
+}
+
+void checksum_header(std::vector<uint8_t>& f, uint64_t at, uint64_t metadata) {
+  store<uint64_t>(&f[at], 0);
+  store<uint64_t>(&f[at], fzg::checksum_host(f.data(), metadata));
+}
+
+// Version 1: fixed header 112 bytes (stage count 80, stream count 84, payload size 88, header
+// checksum 96), the graph, one stage table, one stream table.
+bool repair_v1(std::vector<uint8_t>& f) {
+  const uint64_t size = f.size();
+  if (size < 112) return false;
   const uint64_t graph_bytes = load<uint32_t>(&f[12]);
   const uint32_t stages = load<uint32_t>(&f[80]), streams = load<uint32_t>(&f[84]);
   if (stages >= 4096 || streams >= 4096) return false;
@@ -75,23 +100,62 @@ bool repair_checksums(std::vector<uint8_t>& f) {
   }
   if (pos > size || size - pos < 16 * uint64_t(streams)) return false;
   const uint64_t table = pos, metadata = pos + 16 * uint64_t(streams);
-  uint64_t offset = metadata, payload = 0;
-  bool fits = true;
-  for (uint32_t s = 0; s < streams; ++s) {
-    const uint64_t n = load<uint64_t>(&f[table + 16 * s]);
-    payload += pad8(n);
-    if (!fits || n > size - offset) {
-      fits = false;
-      continue;
-    }
-    store<uint64_t>(&f[table + 16 * s + 8], fzg::checksum_host(f.data() + offset, n));
-    offset += pad8(n);
-    if (offset > size) fits = false;
-  }
-  store<uint64_t>(&f[88], payload);
-  store<uint64_t>(&f[96], 0);
-  store<uint64_t>(&f[96], fzg::checksum_host(f.data(), metadata));
+  store<uint64_t>(&f[88], checksum_streams(f, table, streams, metadata));
+  checksum_header(f, 96, metadata);
   return true;
+}
+
+// Version 2: fixed header 96 bytes (graph size 12, stage count S 56, streams per chunk N 60,
+// chunk count C 64, metadata size 72, payload size 80, header checksum 88), the graph, S stage
+// headers {u64 length, bytes, padding}, C x S stage records, C x N stream records (chunk-major),
+// then the payload, chunk after chunk.
+bool repair_v2(std::vector<uint8_t>& f) {
+  const uint64_t size = f.size();
+  if (size < 96) return false;
+  const uint64_t graph_bytes = load<uint32_t>(&f[12]);
+  const uint32_t stages = load<uint32_t>(&f[56]), streams = load<uint32_t>(&f[60]);
+  const uint64_t chunks = load<uint64_t>(&f[64]);
+  if (stages >= 4096 || streams >= 4096) return false;
+  // Each chunk takes at least 8 bytes per stage and 16 per stream of the metadata; with
+  // neither, the chunk count changes no offset.
+  const uint64_t per_chunk = 8 * uint64_t(stages) + 16 * uint64_t(streams);
+  if (per_chunk && chunks > size / per_chunk) return false;
+  uint64_t pos = 96 + pad8(graph_bytes);
+  for (uint32_t i = 0; i < stages; ++i) {
+    if (pos > size || size - pos < 8) return false;
+    const uint64_t bytes = load<uint64_t>(&f[pos]);
+    if (bytes > size - pos - 8) return false;
+    pos += 8 + pad8(bytes);
+  }
+  if (per_chunk)
+    for (uint64_t i = 0; i < chunks * stages; ++i) {
+      if (pos > size || size - pos < 8) return false;
+      const uint32_t inputs = load<uint32_t>(&f[pos + 4]);
+      if (inputs > 16) return false;
+      pos += 8 + 8 * uint64_t(inputs);
+    }
+  const uint64_t records = per_chunk ? chunks * streams : 0;
+  if (pos > size || (size - pos) / 16 < records) return false;
+  const uint64_t table = pos, metadata = pos + 16 * records;
+  store<uint64_t>(&f[72], metadata);
+  store<uint64_t>(&f[80], checksum_streams(f, table, records, metadata));
+  checksum_header(f, 88, metadata);
+  return true;
+}
+
+// Rewrites what a writer computes from the rest of the file (docs/FORMAT.md): each stream's
+// fzg64 over its own bytes (padding excluded), the payload size and the header checksum; in a
+// version 2 file also the metadata size (where the layout puts the payload). Streams are taken
+// at the offsets their sizes give; one that does not fit is left as is, as is every later one.
+// Returns false where the layout cannot be followed (no change).
+bool repair_checksums(std::vector<uint8_t>& f) {
+  static const uint8_t magic[4] = {0x89, 'F', 'Z', 'G'};
+  if (f.size() < 6 || std::memcmp(f.data(), magic, 4) != 0) return false;
+  switch (load<uint16_t>(&f[4])) {
+    case 1: return repair_v1(f);
+    case 2: return repair_v2(f);
+    default: return false;
+  }
 }
 
 // The most bytes one allocation of a decode may take, from the metadata: the field (its size
@@ -107,7 +171,8 @@ uint64_t largest_allocation(const fzg::Container& c) {
   return most;
 }
 
-// Bytes a writer leaves zero: the reserved fields, the graph's padding, each stream's padding.
+// Bytes a writer leaves zero: the reserved fields, the graph's padding, each stage header's
+// padding (version 2), each stream's padding.
 void check_zero_fill(const fzg::Container& c, const fzg::Buffer& file) {
   const uint8_t* f = file.data();
   const uint64_t header = c.header.version == 1 ? 112 : 96;
@@ -115,6 +180,16 @@ void check_zero_fill(const fzg::Container& c, const fzg::Buffer& file) {
     finding("accepted a file with non-zero reserved header bytes");
   for (uint64_t i = header + c.graph_json.size(); i < header + pad8(c.graph_json.size()); ++i)
     if (f[i] != 0) finding("accepted a file with non-zero graph padding");
+  if (c.header.version != 1) {
+    uint64_t pos = header + pad8(c.graph_json.size());
+    for (const auto& h : c.stage_headers) {
+      if (load<uint64_t>(f + pos) != h.size()) finding("stage header length differs from the file's");
+      pos += 8;
+      for (uint64_t i = pos + h.size(); i < pos + pad8(h.size()); ++i)
+        if (f[i] != 0) finding("accepted a file with non-zero stage header padding");
+      pos += pad8(h.size());
+    }
+  }
   for (const auto& chunk : c.chunks)
     for (size_t s = 0; s < chunk.streams.size(); ++s)
       for (uint64_t i = chunk.stream_offsets[s] + chunk.streams[s].size;

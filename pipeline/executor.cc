@@ -10,12 +10,17 @@
 
 #include "pipeline/checksum.hh"
 #include "pipeline/fzg.hh"
+#include "pipeline/lanes.hh"
 #include "pipeline/plan.hh"
 #include "pipeline/timer.hh"
 
 namespace fzg {
 
 namespace {
+
+// Chunks a GPU call keeps in flight (see lanes.hh); stage timing and tracing run one lane.
+constexpr unsigned chunk_lanes = 4;
+unsigned lanes_for(const std::vector<StageTime>* times) { return times || trace::active() ? 1 : chunk_lanes; }
 
 Location location_of(Device device) { return device == Device::cuda ? Location::device : Location::host; }
 
@@ -390,21 +395,24 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     c.stage_headers.push_back(graph.nodes()[i].stage->make_header(base, summary));
   trace::mark("headers made");
 
-  std::vector<Buffer> streams;
   const uint64_t value_bytes = dtype_size(field.dtype);
   c.chunks.resize(plan->chunks);
-  for (uint64_t k = 0; k < plan->chunks; ++k) {
+  std::vector<std::vector<Buffer>> chunk_streams(plan->chunks);
+  run_in_lanes(base.device, base.stream, plan->chunks, lanes_for(options.stage_times), [&](uint64_t k, cudaStream_t lane) {
     StageContext chunk = base;
+    chunk.stream = lane;
     chunk.dims = plan->chunk_dims(k);
     chunk.chunk_first_value = plan->chunk_first_value(k);
     const Buffer slice = input.slice(chunk.chunk_first_value * value_bytes, chunk.dims.count() * value_bytes);
-    std::vector<Buffer> chunk_streams = encode_chunk(*plan, chunk, c.stage_headers, slice, c.chunks[k], times);
-    streams.insert(streams.end(), chunk_streams.begin(), chunk_streams.end());
-  }
+    chunk_streams[k] = encode_chunk(*plan, chunk, c.stage_headers, slice, c.chunks[k], times);
+  });
+  std::vector<Buffer> streams;
+  for (const auto& s : chunk_streams) streams.insert(streams.end(), s.begin(), s.end());
 
   times.start();
   Buffer file = assemble(c, streams, options.output, base.stream);
   times.stop("container");
+  lanes_wait_for(base.stream);  // the lanes' streams are read by the assembly until it is done
   return file;
 }
 
@@ -549,31 +557,38 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
   // when that is not where the output goes, each chunk goes through a chunk buffer there.
   Buffer data = destination.data() ? destination.slice(0, field_bytes) : Buffer();
   const bool direct = options.output == compute;
-  Buffer staging;
-  auto output = [&]() -> Buffer& {
-    if (!data.data()) data = allocate(options.output, field_bytes, base.stream);
+  const unsigned lanes = lanes_for(options.stage_times);
+  std::mutex output_mutex;
+  auto output = [&]() -> Buffer {
+    std::lock_guard<std::mutex> lock(output_mutex);
+    if (!data.data()) {
+      data = allocate(options.output, field_bytes, base.stream);
+      if (data.on_device() && lanes > 1) synchronize(base.stream);  // the lanes write it on their streams
+    }
     return data;
   };
   const size_t per_chunk = graph.stored().size();
-  for (uint64_t k = 0; k < plan->chunks; ++k) {
+  run_in_lanes(base.device, base.stream, plan->chunks, lanes, [&](uint64_t k, cudaStream_t lane) {
     StageContext chunk = base;
+    chunk.stream = lane;
     chunk.dims = plan->chunk_dims(k);
     chunk.chunk_first_value = plan->chunk_first_value(k);
     const uint64_t at = chunk.chunk_first_value * value_bytes, bytes = chunk.dims.count() * value_bytes;
     std::vector<Buffer> streams;
-    for (size_t s = 0; s < per_chunk; ++s) streams.push_back(move_to(views[k * per_chunk + s], compute, base.stream));
+    for (size_t s = 0; s < per_chunk; ++s) streams.push_back(move_to(views[k * per_chunk + s], compute, lane));
+    Buffer staging;
     auto target = [&] {
       if (direct) return output().slice(at, bytes);
-      if (!staging.data()) staging = allocate(compute, plan->chunk_dims(0).count() * value_bytes, base.stream);
-      return staging.slice(0, bytes);
+      staging = allocate(compute, bytes, lane);
+      return staging;
     };
     decode_chunk(*plan, chunk, headers, c.chunks[k], streams, target, times);
     if (!direct && bytes) {
       times.start();
-      copy_bytes(output().data() + at, data.location(), staging.data(), staging.location(), bytes, base.stream);
+      copy_bytes(output().data() + at, options.output, staging.data(), staging.location(), bytes, lane);
       times.stop("download");
     }
-  }
+  });
   output();  // an empty field
   if (source.on_device()) verify(pending);
   synchronize(base.stream);

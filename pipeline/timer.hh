@@ -35,6 +35,7 @@ namespace fzg::trace {
 // cost nothing while no trace is open.
 void open(Device device, cudaStream_t stream);
 void mark(const char* label);
+bool active();  // whether a trace is open
 // Waits for the device, closes the trace, and returns its table (one line per mark).
 std::string close();
 

@@ -42,6 +42,8 @@ void open(Device device, cudaStream_t stream) {
   mark("start");
 }
 
+bool active() { return timeline().open; }
+
 void mark(const char* label) {
   Timeline& t = timeline();
   if (!t.open) return;

@@ -393,9 +393,10 @@ TEST(Gpu, NoiseAtTightAndLooseBoundsGivesTheCpuFile) {
   }
 }
 
-// Chunked, the device holds the field, the streams and a few chunks' intermediates when
-// compressing a device field; the field and a few chunks when decompressing to the device;
-// and the file and a few chunks when decompressing to the host.
+// Chunked, the device holds the field, the streams and the intermediates of the chunks in
+// flight (at most 4, each under twice its field bytes) when compressing a device field; the
+// field and those chunks when decompressing to the device; those chunks alone when
+// decompressing to the host.
 TEST(Gpu, ChunkedMemoryStaysNearInputPlusOutput) {
   FZG_REQUIRE_GPU();
   const Dims d = Dims::make({256, 256, 160});
@@ -412,7 +413,7 @@ TEST(Gpu, ChunkedMemoryStaysNearInputPlusOutput) {
   const Buffer file = compress(graph, {field.data(), Location::device, DType::f32, d}, options);
   synchronize(nullptr);
   const size_t compress_peak = device_memory_stats().peak_bytes - before;
-  EXPECT_LT(compress_peak, 2 * file.size() + 4 * chunk_bytes) << "file " << file.size();
+  EXPECT_LT(compress_peak, 2 * file.size() + 8 * chunk_bytes) << "file " << file.size();
   std::cout << "compress peak " << compress_peak << " of a " << field_bytes << "-byte field, file " << file.size() << "\n";
   DecompressOptions back;
   back.device = Device::cuda;
@@ -422,7 +423,7 @@ TEST(Gpu, ChunkedMemoryStaysNearInputPlusOutput) {
   const Decompressed out = decompress(file, back);
   synchronize(nullptr);
   const size_t decompress_peak = device_memory_stats().peak_bytes - before_decode;
-  EXPECT_LT(decompress_peak, field_bytes + 4 * chunk_bytes);
+  EXPECT_LT(decompress_peak, field_bytes + 8 * chunk_bytes);
   EXPECT_GE(decompress_peak, field_bytes);
   std::cout << "decompress peak " << decompress_peak << "\n";
   back.output = Location::host;
@@ -431,7 +432,7 @@ TEST(Gpu, ChunkedMemoryStaysNearInputPlusOutput) {
   const size_t before_host = device_memory_stats().current_bytes;
   const Decompressed on_host = decompress(host_file, back);
   const size_t host_peak = device_memory_stats().peak_bytes - before_host;
-  EXPECT_LT(host_peak, 4 * chunk_bytes);
+  EXPECT_LT(host_peak, 8 * chunk_bytes);
   std::cout << "decompress to the host: peak " << host_peak << "\n";
   ASSERT_EQ(on_host.data.size(), field_bytes);
   const Buffer from_device = to_host(out.data, nullptr);
