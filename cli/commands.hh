@@ -37,7 +37,10 @@ struct CodecArgs {
 };
 
 struct CompressArgs { FieldArgs field; CodecArgs codec; std::string output; };
-struct DecompressArgs { std::string input, output, device = "auto"; };
+struct DecompressArgs {
+  std::string input, output, device = "auto";
+  std::string range;  // "x0:x1,y0:y1,z0:z1" (fastest first): only that sub-box
+};
 struct EvalArgs { FieldArgs field; CodecArgs codec; int repeat = 3; bool json = false; };
 struct GenArgs { FieldArgs field; std::string output; };
 struct BenchArgs {

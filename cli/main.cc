@@ -89,6 +89,9 @@ int main(int argc, char** argv) {
   decompress->add_option("-i,--input", decompress_args.input, "input .fzg file ('-' for stdin)");
   decompress->add_option("-o,--output", decompress_args.output, "output file ('-' for stdout; not the input)");
   decompress->add_option("--device", decompress_args.device, "auto, cpu or cuda")->capture_default_str();
+  decompress->add_option("--range", decompress_args.range,
+                         "only the sub-box x0:x1[,y0:y1[,z0:z1]] (fastest first, half-open); reads only the chunks "
+                         "that hold it");
   decompress->footer(progress_footer);
 
   std::string info_path;

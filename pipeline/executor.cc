@@ -3,6 +3,7 @@
 // pass over the whole field; everything else happens per chunk, each chunk's outputs sized by
 // its own counts.
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -494,32 +495,24 @@ nlohmann::json describe_stage_headers(const Container& c) {
 
 namespace {
 
-// Decompresses the chunks that hold slices [first_row, end_row) of the slowest axis into
-// `destination` when it is given (caller memory at options.output, the field's bytes from
-// the first of those chunks on), else into a buffer of its own.
-Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& options, Buffer destination) {
-  check_device(options.device);
-  // Streams are read in place as typed arrays: keep the file 8-byte aligned.
-  Buffer source = file_in;
-  if (!file_in.on_device() && (reinterpret_cast<uintptr_t>(file_in.data()) & 7)) {
-    source = Buffer::host(file_in.size());
-    copy_bytes(source.data(), Location::host, file_in.data(), Location::host, file_in.size(), nullptr);
-  }
-
-  Container c = read_container(source, options.stream);
-  trace::mark("metadata read");
-  const Graph graph = checked_graph(c);
+// Decodes chunks [first, end) of a checked container into `destination` when it is given
+// (caller memory at options.output holding those chunks' values), else into a buffer of its
+// own. `source` holds the file's bytes from `source_offset` on (the whole file, or just those
+// chunks' payload), 8-byte aligned.
+Decompressed decode_chunks(Container& c, const Graph& graph, const Buffer& source, uint64_t source_offset,
+                           uint64_t first, uint64_t end, const DecompressOptions& options, Buffer destination) {
   const std::vector<std::vector<uint8_t>> headers = stage_headers_of(graph, c);
   const std::shared_ptr<const Plan> plan =
       make_plan(graph, options.device, c.header.dtype, c.header.dims, c.header.chunk_rows);
   require_data(plan->chunks == c.chunks.size(), "chunk count");
   const uint64_t value_bytes = dtype_size(c.header.dtype);
-  const uint64_t field_bytes = c.header.dims.count() * value_bytes;
+  const uint64_t region_first = plan->chunk_first_value(first);
+  const uint64_t field_bytes =
+      (end < plan->chunks ? plan->chunk_first_value(end) : c.header.dims.count()) * value_bytes - region_first * value_bytes;
   if (destination.data() && destination.size() < field_bytes)
     fail(ErrorCode::invalid_argument, "the output holds " + std::to_string(destination.size()) + " bytes; the field needs " +
                                           std::to_string(field_bytes));
   trace::mark("graph loaded");
-
   StageContext base;
   base.device = options.device;
   base.stream = options.stream;
@@ -535,9 +528,10 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
   // Each stream is summed with its padding, which must be zero (see PendingChecksums).
   std::vector<Buffer> views, padded_views;
   std::vector<uint64_t> stream_sizes, expected;
-  for (const auto& chunk : c.chunks)
-    for (size_t s = 0; s < chunk.streams.size(); ++s) {
-      uint8_t* at = const_cast<uint8_t*>(source.data()) + chunk.stream_offsets[s];
+  for (uint64_t k = first; k < end; ++k)
+    for (size_t s = 0; s < c.chunks[k].streams.size(); ++s) {
+      const ChunkRecord& chunk = c.chunks[k];
+      uint8_t* at = const_cast<uint8_t*>(source.data()) + (chunk.stream_offsets[s] - source_offset);
       views.push_back(Buffer::view(at, chunk.streams[s].size, source.location()));
       padded_views.push_back(Buffer::view(at, padded8(chunk.streams[s].size), source.location()));
       stream_sizes.push_back(chunk.streams[s].size);
@@ -568,14 +562,15 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
     return data;
   };
   const size_t per_chunk = graph.stored().size();
-  run_in_lanes(base.device, base.stream, plan->chunks, lanes, [&](uint64_t k, cudaStream_t lane) {
+  run_in_lanes(base.device, base.stream, end - first, lanes, [&](uint64_t i, cudaStream_t lane) {
+    const uint64_t k = first + i;
     StageContext chunk = base;
     chunk.stream = lane;
     chunk.dims = plan->chunk_dims(k);
     chunk.chunk_first_value = plan->chunk_first_value(k);
-    const uint64_t at = chunk.chunk_first_value * value_bytes, bytes = chunk.dims.count() * value_bytes;
+    const uint64_t at = (chunk.chunk_first_value - region_first) * value_bytes, bytes = chunk.dims.count() * value_bytes;
     std::vector<Buffer> streams;
-    for (size_t s = 0; s < per_chunk; ++s) streams.push_back(move_to(views[k * per_chunk + s], compute, lane));
+    for (size_t s = 0; s < per_chunk; ++s) streams.push_back(move_to(views[i * per_chunk + s], compute, lane));
     Buffer staging;
     auto target = [&] {
       if (direct) return output().slice(at, bytes);
@@ -596,7 +591,85 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
   return {data, c.header};
 }
 
+
+// The whole field.
+Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& options, Buffer destination) {
+  check_device(options.device);
+  // Streams are read in place as typed arrays: keep the file 8-byte aligned.
+  Buffer source = file_in;
+  if (!file_in.on_device() && (reinterpret_cast<uintptr_t>(file_in.data()) & 7)) {
+    source = Buffer::host(file_in.size());
+    copy_bytes(source.data(), Location::host, file_in.data(), Location::host, file_in.size(), nullptr);
+  }
+  Container c = read_container(source, options.stream);
+  trace::mark("metadata read");
+  const Graph graph = checked_graph(c);
+  return decode_chunks(c, graph, source, 0, 0, c.chunks.size(), options, destination);
+}
+
+// Copies the box out of a region of whole slowest-axis slices [slice0, ...) of the field.
+Buffer crop(const Buffer& region, const Dims& dims, uint64_t value_bytes, uint64_t slice0, const Box& box) {
+  const uint64_t nx = box.x1 - box.x0, ny = box.y1 - box.y0, nz = box.z1 - box.z0;
+  Buffer out = Buffer::host(nx * ny * nz * value_bytes);
+  // Region coordinates: the slowest axis starts at slice0.
+  const uint64_t y_off = dims.rank == 2 ? slice0 : 0, z_off = dims.rank == 3 ? slice0 : 0;
+  const uint64_t x_off = dims.rank == 1 ? slice0 : 0;
+  for (uint64_t z = 0; z < nz; ++z)
+    for (uint64_t y = 0; y < ny; ++y) {
+      const uint64_t from = ((box.z0 + z - z_off) * dims.y + (box.y0 + y - y_off)) * dims.x + (box.x0 - x_off);
+      std::memcpy(out.data() + (z * ny + y) * nx * value_bytes, region.data() + from * value_bytes, nx * value_bytes);
+    }
+  return out;
+}
+
 }  // namespace
+
+Decompressed decompress_box(const FileReader& read, uint64_t file_bytes, const Box& box_in,
+                            const DecompressOptions& options) {
+  check_device(options.device);
+  require_data(file_bytes >= 8, "file shorter than its header");
+  std::vector<uint8_t> head(std::min<uint64_t>(file_bytes, fixed_header_bytes_v1));
+  read(0, head.size(), head.data());
+  const uint64_t metadata_bytes = std::min<uint64_t>(metadata_size_bound(head.data(), head.size()), file_bytes);
+  std::vector<uint8_t> metadata(metadata_bytes);
+  read(0, metadata.size(), metadata.data());
+  Container c = read_metadata(metadata.data(), metadata.size(), file_bytes);
+  const Graph graph = checked_graph(c);
+  const Dims& dims = c.header.dims;
+  Box box = box_in;
+  box.x1 = std::min(box.x1, dims.x), box.y1 = std::min(box.y1, dims.y), box.z1 = std::min(box.z1, dims.z);
+  if (!(box.x0 < box.x1 && box.y0 < box.y1 && box.z0 < box.z1))
+    fail(ErrorCode::invalid_argument, "the box " + box.to_string() + " holds no point of the " + dims.to_string() + " field");
+  // The chunks whose slowest-axis slices meet the box, and their payload alone.
+  const uint64_t lo = dims.rank == 1 ? box.x0 : dims.rank == 2 ? box.y0 : box.z0;
+  const uint64_t hi = dims.rank == 1 ? box.x1 : dims.rank == 2 ? box.y1 : box.z1;
+  const uint64_t first = lo / c.header.chunk_rows, end = (hi + c.header.chunk_rows - 1) / c.header.chunk_rows;
+  const uint64_t from = c.chunks[first].stream_offsets.empty() ? c.metadata_bytes : c.chunks[first].stream_offsets[0];
+  const uint64_t to = end < c.chunks.size() && !c.chunks[end].stream_offsets.empty() ? c.chunks[end].stream_offsets[0]
+                                                                                      : c.total_bytes;
+  Buffer payload = Buffer::host(std::max<uint64_t>(to - from, 8));
+  if (to > from) read(from, to - from, payload.data());
+  DecompressOptions region_options = options;
+  region_options.output = Location::host;
+  const Decompressed region = decode_chunks(c, graph, payload, from, first, end, region_options, Buffer());
+  Buffer out = crop(region.data, dims, dtype_size(c.header.dtype), first * c.header.chunk_rows, box);
+  if (options.output == Location::device) out = to_device(out, options.stream);
+  return {out, c.header};
+}
+
+Decompressed decompress_box(const Buffer& file, const Box& box, const DecompressOptions& options) {
+  if (file.on_device()) {
+    const Buffer host = to_host(file, options.stream);
+    return decompress_box(host, box, options);
+  }
+  return decompress_box([&](uint64_t offset, uint64_t size, void* into) { std::memcpy(into, file.data() + offset, size); },
+                        file.size(), box, options);
+}
+
+std::string Box::to_string() const {
+  return "[" + std::to_string(x0) + ", " + std::to_string(x1) + ") x [" + std::to_string(y0) + ", " + std::to_string(y1) +
+         ") x [" + std::to_string(z0) + ", " + std::to_string(z1) + ")";
+}
 
 Decompressed decompress(const Buffer& file, const DecompressOptions& options) {
   return decompress_to(file, options, Buffer());

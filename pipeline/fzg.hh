@@ -9,6 +9,7 @@
 // With options.device = Device::cuda the field and the file may live in device memory
 // (in-situ use on the caller's stream) or on the host (staged through the GPU).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,20 @@ Decompressed decompress(const Buffer& file, const DecompressOptions& options);
 // not faulted in again. Throws invalid_argument when the field does not fit.
 Header decompress_into(const Buffer& file, void* destination, uint64_t capacity_bytes,
                        const DecompressOptions& options);
+// A sub-box of a field: [x0, x1) x [y0, y1) x [z0, z1), x fastest (ends past the field are
+// clipped to it).
+struct Box {
+  uint64_t x0 = 0, x1 = ~uint64_t(0), y0 = 0, y1 = ~uint64_t(0), z0 = 0, z1 = ~uint64_t(0);
+  std::string to_string() const;
+};
+// Reads bytes [offset, offset + size) of a file into `into` (a file on disk, an object store).
+using FileReader = std::function<void(uint64_t offset, uint64_t size, void* into)>;
+// The values of `box` (x fastest, box extents) from a file read through `read`: the metadata,
+// then the payload of only the chunks whose slices of the slowest axis meet the box (their
+// streams alone are checksummed). The header is the file's.
+Decompressed decompress_box(const FileReader& read, uint64_t file_bytes, const Box& box, const DecompressOptions& options);
+Decompressed decompress_box(const Buffer& file, const Box& box, const DecompressOptions& options);
+
 // Reads the metadata alone (for `fzg info`); the file may be on the host or the device. The
 // stored graph is loaded and every stage header checked; header.quant is the predictor's.
 Container inspect(const Buffer& file, cudaStream_t stream = nullptr);

@@ -601,4 +601,28 @@ TEST(CliProgress, OnlyTheOutermostProgressDraws) {
 }
 
 }  // namespace
+// --range decodes a sub-box (fastest first, half-open) from the chunks that hold it: the
+// values the whole field's decode has there.
+TEST_F(Cli, DecompressRangeGivesTheSubBox) {
+  write_field("a.f32", 40 * 30 * 20);
+  nlohmann::json config = Graph::default_fz().to_json();
+  config["chunk_values"] = 40 * 30 * 8;
+  std::ofstream(path("c.json")) << config.dump();
+  ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 40x30x20 -c " + path("c.json") + " -o " + path("a.fzg")).exit_code, 0);
+  ASSERT_EQ(run("decompress -i " + path("a.fzg") + " -o " + path("whole.f32")).exit_code, 0);
+  const CommandResult r = run("decompress -i " + path("a.fzg") + " --range 5:15,0:30,7:17 -o " + path("box.f32"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string whole = slurp(path("whole.f32")), box = slurp(path("box.f32"));
+  ASSERT_EQ(box.size(), 10u * 30 * 10 * 4);
+  std::string expected;
+  for (int z = 7; z < 17; ++z)
+    for (int y = 0; y < 30; ++y) expected += whole.substr(((z * 30 + y) * 40 + 5) * 4, 10 * 4);
+  EXPECT_EQ(box, expected);
+  for (const char* bad : {"5:3", "1:2,x:4", "0:1,0:1,0:1,0:1", "100:200"}) {
+    const CommandResult e = run("decompress -i " + path("a.fzg") + " --range " + bad + " -o " + path("bad.f32"));
+    EXPECT_NE(e.exit_code, 0) << bad;
+    EXPECT_NE(e.err.find("fzg: error:"), std::string::npos) << bad << ": " << e.err;
+  }
+}
+
 }  // namespace fzg
