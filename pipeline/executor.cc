@@ -23,6 +23,20 @@ namespace {
 constexpr unsigned chunk_lanes = 4;
 unsigned lanes_for(const std::vector<StageTime>* times) { return times || trace::active() ? 1 : chunk_lanes; }
 
+// Device bytes a chunk in flight may hold, from its field bytes: its input, the codes, their
+// transform and the coded streams (each at most half an f32 chunk), with room to spare.
+uint64_t chunk_need(uint64_t chunk_field_bytes) { return 3 * chunk_field_bytes; }
+
+// Lanes that fit `available` device bytes at `per_chunk` each: at least one, or an error
+// naming the budget when not even one chunk fits.
+unsigned lanes_within(unsigned lanes, uint64_t per_chunk, uint64_t available) {
+  if (per_chunk > available)
+    fail(ErrorCode::invalid_argument, "the device memory budget leaves " + std::to_string(available) +
+                                          " bytes, less than one chunk needs (" + std::to_string(per_chunk) +
+                                          "); use a smaller chunk_values in the config");
+  return unsigned(std::max<uint64_t>(1, std::min<uint64_t>(lanes, available / std::max<uint64_t>(1, per_chunk))));
+}
+
 Location location_of(Device device) { return device == Device::cuda ? Location::device : Location::host; }
 
 Buffer move_to(const Buffer& b, Location where, cudaStream_t stream) {
@@ -372,8 +386,25 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   FieldSummary summary;
   summary.bound = options.bound;
   Buffer input;
+  const uint64_t value_bytes = dtype_size(field.dtype);
+  // A host field the device cannot hold beside its chunks' work stays on the host: its range
+  // is reduced there, and each lane uploads its chunk and takes the chunk's streams back.
+  const uint64_t budget = options.device_memory_budget ? options.device_memory_budget : device_free_bytes();
+  const uint64_t per_chunk = chunk_need(plan->chunk_dims(0).count() * value_bytes);
+  const bool out_of_core = field.where == Location::host && base.device == Device::cuda &&
+                           field.size_bytes() + chunk_lanes * per_chunk > budget;
+  const bool uploads = field.where == Location::host && base.device == Device::cuda && !out_of_core;
+  const unsigned lanes =
+      base.device != Device::cuda
+          ? 1
+          : lanes_within(lanes_for(options.stage_times), per_chunk,
+                         uploads ? budget - std::min(budget, field.size_bytes()) : budget);
   times.start();
-  if (field.where == Location::host && base.device == Device::cuda) {
+  if (out_of_core) {
+    input = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where);
+    if (range) value_range(input, field.dtype, field.dims.count(), base.stream, &summary.min, &summary.max);
+    times.stop("value range");
+  } else if (field.where == Location::host && base.device == Device::cuda) {
     input = upload_with_range(field, base.stream, range, &summary.min, &summary.max);
     times.stop("upload");
   } else {
@@ -396,16 +427,18 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     c.stage_headers.push_back(graph.nodes()[i].stage->make_header(base, summary));
   trace::mark("headers made");
 
-  const uint64_t value_bytes = dtype_size(field.dtype);
   c.chunks.resize(plan->chunks);
   std::vector<std::vector<Buffer>> chunk_streams(plan->chunks);
-  run_in_lanes(base.device, base.stream, plan->chunks, lanes_for(options.stage_times), [&](uint64_t k, cudaStream_t lane) {
+  run_in_lanes(base.device, base.stream, plan->chunks, lanes, [&](uint64_t k, cudaStream_t lane) {
     StageContext chunk = base;
     chunk.stream = lane;
     chunk.dims = plan->chunk_dims(k);
     chunk.chunk_first_value = plan->chunk_first_value(k);
-    const Buffer slice = input.slice(chunk.chunk_first_value * value_bytes, chunk.dims.count() * value_bytes);
+    Buffer slice = input.slice(chunk.chunk_first_value * value_bytes, chunk.dims.count() * value_bytes);
+    if (out_of_core) slice = to_device(slice, lane);
     chunk_streams[k] = encode_chunk(*plan, chunk, c.stage_headers, slice, c.chunks[k], times);
+    if (out_of_core)
+      for (Buffer& s : chunk_streams[k]) s = to_host(s, lane);
   });
   std::vector<Buffer> streams;
   for (const auto& s : chunk_streams) streams.insert(streams.end(), s.begin(), s.end());
@@ -551,7 +584,15 @@ Decompressed decode_chunks(Container& c, const Graph& graph, const Buffer& sourc
   // when that is not where the output goes, each chunk goes through a chunk buffer there.
   Buffer data = destination.data() ? destination.slice(0, field_bytes) : Buffer();
   const bool direct = options.output == compute;
-  const unsigned lanes = lanes_for(options.stage_times);
+  unsigned lanes = lanes_for(options.stage_times);
+  if (base.device == Device::cuda) {
+    const uint64_t budget = options.device_memory_budget ? options.device_memory_budget : device_free_bytes();
+    const uint64_t resident = direct && !destination.data() ? field_bytes : 0;
+    if (resident > budget)
+      fail(ErrorCode::invalid_argument, "the field (" + std::to_string(field_bytes) +
+                                            " bytes) does not fit the device memory budget; decompress to the host");
+    lanes = lanes_within(lanes, chunk_need(plan->chunk_dims(first).count() * value_bytes), budget - resident);
+  }
   std::mutex output_mutex;
   auto output = [&]() -> Buffer {
     std::lock_guard<std::mutex> lock(output_mutex);

@@ -40,6 +40,9 @@ struct CompressOptions {
   cudaStream_t stream = nullptr;
   Location output = Location::host;          // where the file is written
   std::vector<StageTime>* stage_times = nullptr;  // filled when given (synchronizes per step, summed over chunks)
+  // Device bytes the call may hold (0: the device's free memory). A host field that does not
+  // fit beside its chunks' work is compressed from the host, a chunk at a time per lane.
+  uint64_t device_memory_budget = 0;
 };
 
 struct DecompressOptions {
@@ -47,6 +50,9 @@ struct DecompressOptions {
   cudaStream_t stream = nullptr;
   Location output = Location::host;
   std::vector<StageTime>* stage_times = nullptr;
+  // Device bytes the call may hold (0: the device's free memory). Decompressing to the host
+  // holds a few chunks; to the device, the field too.
+  uint64_t device_memory_budget = 0;
 };
 
 struct Decompressed {

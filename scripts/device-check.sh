@@ -3,6 +3,8 @@
 # with the GPU present, benchmark synthetic and real fields, and print a short table last.
 #   bash scripts/device-check.sh   (datasets from $FZG_DATASETS or .device-data/, the shared
 #                                   tools from $FZG_TOOLS or .device-tools/: copies of ../shared)
+# compute-sanitizer (memcheck, racecheck) runs on the GPU tests that reach every kernel; the
+# matrix of the issue (scripts/bench-matrix.sh) prints last.
 # Logs and JSON go to build-device/out; with $OUT set (the device tool brings it back) they are
 # also packed there as logs.tgz, beside summary.txt.
 set -uo pipefail
@@ -33,31 +35,40 @@ FZG_EXTREME_DEVICES=cuda bash scripts/extreme-bound-check.sh "$fzg" "${FZG_TOOLS
 extreme_rc=$?
 tail -1 "$out/extreme.log" | sed "s/^/[${SECONDS}s] extreme-value bound check: /"
 
-# Benchmarks: synthetic cubes at growing sizes, f32 and f64, then the real fields.
+# compute-sanitizer on the GPU tests that run every kernel (chunks of every size, the
+# composite and the stages, the conformance suite): memcheck, then racecheck on a few.
+tests_bin=build-device/tests/fzg_tests
+sanitizer_rc=0
+if command -v compute-sanitizer >/dev/null; then
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$tests_bin" \
+    --gtest_filter='Gpu.ChunksOfAnySize*:Gpu.NoiseAt*:Gpu.FieldsPastTheBudget*:*Conformance*' \
+    >"$out/memcheck.log" 2>&1 || sanitizer_rc=$?
+  compute-sanitizer --tool racecheck --error-exitcode 9 "$tests_bin" --gtest_filter='Gpu.NoiseAt*' \
+    >"$out/racecheck.log" 2>&1 || sanitizer_rc=$((sanitizer_rc + $?))
+  echo "[${SECONDS}s] compute-sanitizer: $(grep -h "ERROR SUMMARY" "$out/memcheck.log" "$out/racecheck.log" | tr '\n' ' ')"
+else
+  echo "compute-sanitizer not found"; sanitizer_rc=1
+fi
+
+# Benchmarks: the 100 M turbulent reference case, the real fields, then the matrix.
 bench() { "$fzg" bench --device cuda --repeat 20 --warmup 3 --json "$@"; }
-bench --gen turbulent --sizes 1M,10M,100M -m rel -e 1e-3 >"$out/bench_turbulent_f32.json" 2>"$out/bench.err"
-bench --gen turbulent -t f64 --sizes 10M,100M -m rel -e 1e-3 >"$out/bench_turbulent_f64.json" 2>>"$out/bench.err"
-bench --gen smooth --sizes 100M -m rel -e 1e-3 >"$out/bench_smooth_f32.json" 2>>"$out/bench.err"
-"$fzg" bench --device cuda --gen turbulent --sizes 100M -m rel -e 1e-3 --repeat 20 >"$out/bench_turbulent.txt" 2>&1
+bench --gen turbulent --sizes 100M -m rel -e 1e-3 >"$out/bench_turbulent_f32.json" 2>"$out/bench.err"
+bench --gen turbulent -t f64 --sizes 100M -m rel -e 1e-3 >"$out/bench_turbulent_f64.json" 2>>"$out/bench.err"
 real=()
 for spec in airtemp-a1b_49x37x240:49x37x240 theta-hybrid_100x100x15:100x100x15 uwnd-ncep_144x73x12:144x73x12 \
             sst-nemo_360x330x1:360x330 sst-ostia_432x18x54:432x18x54 tb-satellite_256x160x1:256x160; do
   file=${spec%%:*}.f32 dims=${spec##*:}
   [ -f "$FZG_DATASETS/$file" ] || continue
-  for e in 1e-2 1e-3 1e-4; do
-    bench -i "$FZG_DATASETS/$file" -l "$dims" -m rel -e "$e" >"$out/bench_${spec%%_*}_$e.json" 2>>"$out/bench.err"
-    real+=("$out/bench_${spec%%_*}_$e.json")
-  done
   "$fzg" eval --device cuda -i "$FZG_DATASETS/$file" -l "$dims" -m rel -e 1e-3 --repeat 1 --json \
     >"$out/eval_${spec%%_*}.json" 2>>"$out/bench.err"
 done
 # The issue's reference case, for the table against the targets and the peers.
 "$fzg" eval --device cuda --gen turbulent -l 464x464x464 -m rel -e 1e-3 --repeat 1 --json \
   >"$out/eval_turbulent-100M.json" 2>>"$out/bench.err"
-
+bash scripts/bench-matrix.sh "$fzg" "${FZG_TOOLS:-$root/.device-tools}/gen_field.py" >"$out/matrix.txt" 2>>"$out/bench.err"
 echo "[${SECONDS}s] benchmarks done"
 echo
-echo "== fzg device check: tests exit $tests_rc, $skipped skipped; extreme-value bound check exit $extreme_rc ==" | tee "$out/summary.txt"
+echo "== fzg device check: tests exit $tests_rc, $skipped skipped; extreme-value bound check exit $extreme_rc; compute-sanitizer exit $sanitizer_rc ==" | tee "$out/summary.txt"
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import glob, json, os, sys
 out = sys.argv[1]
@@ -108,8 +119,10 @@ if real:
         print(f"  {n:30} {e['ratio']:>9.2f}  {e['fzgpu_format_ratio']:>13.2f}  {e['violations']:>11}"
               f"  {e['max_abs_error'] / e['absolute_bound']:>17.5f}")
 PY
+echo; echo "matrix (scripts/bench-matrix.sh): kernel-only GB/s, median of 20" | tee -a "$out/summary.txt"
+tee -a "$out/summary.txt" <"$out/matrix.txt"
 if [ -n "${OUT:-}" ]; then
   tar czf "$OUT/logs.tgz" -C "$out" .
   cp "$out/summary.txt" "$OUT/"
 fi
-[ $tests_rc -eq 0 ] && [ $extreme_rc -eq 0 ]
+[ $tests_rc -eq 0 ] && [ $extreme_rc -eq 0 ] && [ $sanitizer_rc -eq 0 ]

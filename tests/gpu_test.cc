@@ -439,6 +439,48 @@ TEST(Gpu, ChunkedMemoryStaysNearInputPlusOutput) {
   EXPECT_EQ(std::memcmp(on_host.data.data(), from_device.data(), field_bytes), 0);
 }
 
+// A device-memory budget below the field: the host field is compressed a chunk at a time
+// (its range reduced on the host, each chunk uploaded and its streams brought back by its
+// lane) and decompressed to the host the same way. The device never holds more than the
+// budget, and the files and fields are the CPU's.
+TEST(Gpu, FieldsPastTheBudgetGoThroughAChunkAtATime) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({256, 256, 160});
+  const uint64_t field_bytes = d.count() * sizeof(float);
+  const Graph graph = chunked_fz(uint64_t(1) << 20);  // 4 MB chunks
+  const Buffer host = synthesize(SynthKind::turbulent, DType::f32, d);
+  const FieldRef field{host.data(), Location::host, DType::f32, d};
+  CompressOptions on_cpu;
+  on_cpu.bound = {ErrorMode::rel, 1e-3};
+  const Buffer cpu_file = compress(graph, field, on_cpu);
+  const Decompressed expected = decompress(cpu_file, {});
+  CompressOptions on_gpu = on_cpu;
+  on_gpu.device = Device::cuda;
+  on_gpu.device_memory_budget = field_bytes / 3;
+  synchronize(nullptr);
+  reset_device_memory_peak();
+  const size_t before = device_memory_stats().current_bytes;
+  const Buffer gpu_file = compress(graph, field, on_gpu);
+  const size_t compress_peak = device_memory_stats().peak_bytes - before;
+  EXPECT_LE(compress_peak, on_gpu.device_memory_budget);
+  ASSERT_EQ(gpu_file.size(), cpu_file.size());
+  EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0);
+  DecompressOptions back;
+  back.device = Device::cuda;
+  back.device_memory_budget = field_bytes / 3;
+  reset_device_memory_peak();
+  const Decompressed out = decompress(cpu_file, back);
+  EXPECT_LE(device_memory_stats().peak_bytes - before, back.device_memory_budget);
+  ASSERT_EQ(out.data.size(), expected.data.size());
+  EXPECT_EQ(std::memcmp(out.data.data(), expected.data.data(), out.data.size()), 0);
+  std::cout << "peak with a " << field_bytes / 3 << "-byte budget: compress " << compress_peak << "\n";
+  // The field itself on the device does not fit; nor does one chunk in a tiny budget.
+  back.output = Location::device;
+  EXPECT_THROW(decompress(cpu_file, back), Error);
+  on_gpu.device_memory_budget = uint64_t(1) << 20;
+  EXPECT_THROW(compress(graph, field, on_gpu), Error);
+}
+
 #ifdef FZG_HAVE_CUDA
 // Ranges copied off the device through the staging, one after another, each of a size that
 // ends somewhere else in a staging chunk; the device source is rewritten as soon as add()
