@@ -406,6 +406,7 @@ int run_compress(const CompressArgs& a) {
   CompressOptions options;
   options.bound = parse_bound(a.codec);
   options.device = parse_device(a.codec.device);
+  options.device_memory_budget = a.codec.device_memory_mb << 20;
   Buffer storage;
   const FieldRef field = load_field(a.field, storage);
   Buffer file;
@@ -483,6 +484,7 @@ int run_decompress(const DecompressArgs& a) {
   check_output(a.output, a.input);
   DecompressOptions options;
   options.device = parse_device(a.device);
+  options.device_memory_budget = a.device_memory_mb << 20;
   if (!a.range.empty()) return run_decompress_box(a, options);
   const Buffer file = read_file(a.input);
   Decompressed out;

@@ -34,11 +34,13 @@ struct CodecArgs {
   double error_bound = 1e-3;
   std::string config;         // empty: the built-in fz graph
   std::string device = "auto";
+  uint64_t device_memory_mb = 0;  // device memory the call may hold (0: what is free)
 };
 
 struct CompressArgs { FieldArgs field; CodecArgs codec; std::string output; };
 struct DecompressArgs {
   std::string input, output, device = "auto";
+  uint64_t device_memory_mb = 0;
   std::string range;  // "x0:x1,y0:y1,z0:z1" (fastest first): only that sub-box
 };
 struct EvalArgs { FieldArgs field; CodecArgs codec; int repeat = 3; bool json = false; };

@@ -38,6 +38,9 @@ void add_codec_options(CLI::App* cmd, fzg::cli::CodecArgs& c) {
   cmd->add_option("-e,--error-bound", c.error_bound, "error bound (or target PSNR in dB)")->capture_default_str();
   cmd->add_option("-c,--config", c.config, "graph config (JSON); default: the built-in configs/fz.json");
   cmd->add_option("--device", c.device, "auto, cpu or cuda")->capture_default_str();
+  cmd->add_option("--device-memory", c.device_memory_mb,
+                  "MB of GPU memory the call may hold (0: what is free); a larger host field goes through in chunks")
+      ->capture_default_str();
 }
 
 const char* const progress_footer =
@@ -89,6 +92,9 @@ int main(int argc, char** argv) {
   decompress->add_option("-i,--input", decompress_args.input, "input .fzg file ('-' for stdin)");
   decompress->add_option("-o,--output", decompress_args.output, "output file ('-' for stdout; not the input)");
   decompress->add_option("--device", decompress_args.device, "auto, cpu or cuda")->capture_default_str();
+  decompress->add_option("--device-memory", decompress_args.device_memory_mb,
+                         "MB of GPU memory the call may hold (0: what is free)")
+      ->capture_default_str();
   decompress->add_option("--range", decompress_args.range,
                          "only the sub-box x0:x1[,y0:y1[,z0:z1]] (fastest first, half-open); reads only the chunks "
                          "that hold it");
