@@ -1,7 +1,7 @@
 // The bitshuffle stage: ports, sizes and backend dispatch.
 #include "bitshuffle/bitshuffle.hh"
 
-#include "pipeline/error.hh"
+#include "core/error.hh"
 
 namespace fzg {
 

@@ -2,7 +2,7 @@
 // A warp loads `tiles_per_pass` tiles before it shuffles any, so several 128-byte rows are in
 // flight per warp. Bytes per value: 4 read + 4 written per word, coalesced rows.
 #include "bitshuffle/bitshuffle.cuh"
-#include "pipeline/cuda_check.cuh"
+#include "runtime/cuda_check.cuh"
 
 namespace fzg::bitshuffle {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "bitshuffle/bitshuffle.hh"
-#include "pipeline/device_words.cuh"
-#include "pipeline/launch.cuh"
+#include "runtime/device_words.cuh"
+#include "runtime/launch.cuh"
 
 namespace fzg::bitshuffle {
 

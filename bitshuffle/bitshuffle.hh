@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "pipeline/portable.hh"
-#include "pipeline/stage.hh"
+#include "runtime/portable.hh"
+#include "core/stage.hh"
 
 namespace fzg {
 

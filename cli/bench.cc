@@ -9,7 +9,7 @@
 
 #include "cli/commands.hh"
 #include "cli/progress.hh"
-#include "pipeline/timer.hh"
+#include "runtime/timer.hh"
 
 namespace fzg::cli {
 

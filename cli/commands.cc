@@ -18,9 +18,9 @@
 
 #include "bench/fzgpu_reference.hh"
 #include "cli/progress.hh"
-#include "pipeline/metrics.hh"
+#include "tools/metrics.hh"
 #include "predictors/lorenzo/lorenzo.hh"
-#include "pipeline/timer.hh"
+#include "runtime/timer.hh"
 
 namespace fzg::cli {
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/fzg.hh"
-#include "pipeline/synth.hh"
+#include "core/fzg.hh"
+#include "tools/synth.hh"
 
 // fzg's version: the CMake project version when the build passes it (FZG_VERSION), else this
 // constant, which must then equal project(fzg VERSION ...) in CMakeLists.txt.

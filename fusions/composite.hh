@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "pipeline/stage.hh"
+#include "core/stage.hh"
 
 namespace fzg {
 

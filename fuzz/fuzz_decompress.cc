@@ -33,8 +33,8 @@
 #include <exception>
 #include <vector>
 
-#include "pipeline/checksum.hh"
-#include "pipeline/fzg.hh"
+#include "core/checksum.hh"
+#include "core/fzg.hh"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // alone, reading nothing else of the file.
 #include <set>
 
-#include "pipeline/checksum.hh"
+#include "core/checksum.hh"
 #include "test_util.hh"
 
 namespace fzg {

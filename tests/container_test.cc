@@ -2,7 +2,7 @@
 // correct result, never a crash (these tests also run under ASan and UBSan in CI).
 #include <random>
 
-#include "pipeline/checksum.hh"
+#include "core/checksum.hh"
 #include "test_util.hh"
 
 namespace fzg {

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "pipeline/checksum.hh"
+#include "core/checksum.hh"
 #include "predictors/lorenzo/quantization.hh"
 #include "test_util.hh"
 

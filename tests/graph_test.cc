@@ -1,6 +1,6 @@
 // The graph loader: valid configs load, and every kind of mistake names what is wrong.
-#include "pipeline/graph.hh"
-#include "pipeline/stage.hh"
+#include "core/graph.hh"
+#include "core/stage.hh"
 #include "test_util.hh"
 
 namespace fzg {

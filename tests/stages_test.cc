@@ -3,7 +3,7 @@
 
 #include "bitshuffle/bitshuffle.hh"
 #include "lossless/zeroblock/zeroblock.hh"
-#include "pipeline/registry.hh"
+#include "core/registry.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 #include "predictors/lorenzo/quantizer.hh"
 #include "test_util.hh"

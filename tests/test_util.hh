@@ -14,9 +14,9 @@
 
 #include <gtest/gtest.h>
 
-#include "pipeline/fzg.hh"
-#include "pipeline/metrics.hh"
-#include "pipeline/synth.hh"
+#include "core/fzg.hh"
+#include "tools/metrics.hh"
+#include "tools/synth.hh"
 
 namespace fzg::testing {
 

@@ -2,7 +2,7 @@
 #include "fusions/shuffle_pack/shuffle_pack.hh"
 
 #include "bitshuffle/bitshuffle.hh"
-#include "pipeline/error.hh"
+#include "core/error.hh"
 
 namespace fzg {
 

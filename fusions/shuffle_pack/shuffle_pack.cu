@@ -16,11 +16,11 @@
 #include "bitshuffle/bitshuffle.cuh"
 #include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
-#include "pipeline/cuda_check.cuh"
-#include "pipeline/device_words.cuh"
-#include "pipeline/error.hh"
-#include "pipeline/launch.cuh"
-#include "pipeline/timer.hh"
+#include "runtime/cuda_check.cuh"
+#include "runtime/device_words.cuh"
+#include "core/error.hh"
+#include "runtime/launch.cuh"
+#include "runtime/timer.hh"
 
 namespace fzg::shuffle_pack {
 

@@ -1,7 +1,7 @@
 // The zero-block stage: parameters, sizes and backend dispatch.
 #include "lossless/zeroblock/zeroblock.hh"
 
-#include "pipeline/error.hh"
+#include "core/error.hh"
 
 namespace fzg {
 

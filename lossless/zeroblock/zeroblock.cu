@@ -13,10 +13,10 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include "lossless/zeroblock/zeroblock_plan.cuh"
-#include "pipeline/cuda_check.cuh"
-#include "pipeline/device_words.cuh"
-#include "pipeline/error.hh"
-#include "pipeline/launch.cuh"
+#include "runtime/cuda_check.cuh"
+#include "runtime/device_words.cuh"
+#include "core/error.hh"
+#include "runtime/launch.cuh"
 
 namespace fzg::zeroblock {
 

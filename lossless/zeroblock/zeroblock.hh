@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "pipeline/stage.hh"
+#include "core/stage.hh"
 
 namespace fzg {
 

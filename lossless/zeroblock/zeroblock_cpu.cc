@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "lossless/zeroblock/zeroblock.hh"
-#include "pipeline/error.hh"
+#include "core/error.hh"
 
 namespace fzg::zeroblock {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "pipeline/error.hh"
+#include "core/error.hh"
 #include "predictors/lorenzo/quantization.hh"
 
 namespace fzg {

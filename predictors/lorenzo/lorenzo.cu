@@ -24,10 +24,10 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
-#include "pipeline/cuda_check.cuh"
-#include "pipeline/error.hh"
-#include "pipeline/launch.cuh"
-#include "pipeline/timer.hh"
+#include "runtime/cuda_check.cuh"
+#include "core/error.hh"
+#include "runtime/launch.cuh"
+#include "runtime/timer.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 #include "predictors/lorenzo/quantizer.hh"
 

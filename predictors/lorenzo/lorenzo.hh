@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "pipeline/stage.hh"
+#include "core/stage.hh"
 
 namespace fzg {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "pipeline/error.hh"
+#include "core/error.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 #include "predictors/lorenzo/quantizer.hh"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "pipeline/error.hh"
+#include "core/error.hh"
 
 namespace fzg::lorenzo {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "pipeline/field.hh"
+#include "core/field.hh"
 
 namespace fzg::lorenzo {
 

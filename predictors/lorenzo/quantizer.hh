@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "pipeline/portable.hh"
+#include "runtime/portable.hh"
 
 namespace fzg::lorenzo {
 

@@ -6,7 +6,7 @@
 #include <exception>
 #include <vector>
 
-#include "pipeline/fzg.hh"
+#include "core/fzg.hh"
 
 int main() {
   try {

@@ -1,0 +1,92 @@
+// The .fzg container: a fixed header, the graph as JSON, the stages' headers, a chunk index
+// (each chunk's stage records and stream table) and the payload, chunk after chunk. Byte
+// layout in docs/FORMAT.md; everything little-endian. Version 1 files (one chunk, the
+// predictor's header inside the fixed header) are still read.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.hh"
+#include "core/field.hh"
+
+namespace fzg {
+
+constexpr uint8_t container_magic[4] = {0x89, 'F', 'Z', 'G'};
+constexpr uint16_t container_version = 2;
+constexpr uint32_t fixed_header_bytes = 96;     // version 2
+constexpr uint32_t fixed_header_bytes_v1 = 112;
+
+struct Header {
+  DType dtype = DType::f32;
+  ErrorMode mode = ErrorMode::rel;
+  Dims dims;
+  double requested_bound = 0;  // the number the user gave (-e)
+  // The bound, step and value range the predictor quantized with, read from its header; all
+  // zero when the file holds no predictor (lossless, or stored exactly).
+  Quantization quant{0, 0, 0, 0};
+  uint64_t chunk_rows = 0;     // slices of the slowest axis per chunk (the last may hold fewer)
+  uint16_t version = container_version;
+};
+
+struct StageRecord {
+  bool raw = false;                   // the stage's outputs are its inputs, stored as they are
+  std::vector<uint64_t> input_sizes;  // byte size of each input port when encoded
+};
+
+struct StreamRecord {
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+};
+
+struct ChunkRecord {
+  std::vector<StageRecord> stages;   // one per graph node, in the graph's order
+  std::vector<StreamRecord> streams; // one per stored port, in store order
+  std::vector<uint64_t> stream_offsets;  // from the start of the file
+};
+
+struct Container {
+  Header header;
+  std::string graph_json;
+  std::vector<std::vector<uint8_t>> stage_headers;  // one per graph node (empty when none)
+  std::vector<ChunkRecord> chunks;
+  uint64_t metadata_bytes = 0;  // where the payload starts
+  uint64_t total_bytes = 0;
+  // Version 1 kept the predictor's header (the quantization) in its fixed header: these are
+  // those 32 bytes, handed to the graph's predictor by the reader of the graph.
+  std::vector<uint8_t> v1_predictor_header;
+};
+
+inline uint64_t padded8(uint64_t n) { return (n + 7) & ~uint64_t(7); }
+
+// Slices of the slowest axis of `dims` (z in 3D, y in 2D, x in 1D).
+uint64_t slowest_extent(const Dims& dims);
+// Chunks of `chunk_rows` slices covering `dims` (at least one, even for an empty field).
+uint64_t chunk_count(const Dims& dims, uint64_t chunk_rows);
+// The dims of chunk k and its first value in field order.
+Dims chunk_dims(const Dims& dims, uint64_t chunk_rows, uint64_t k);
+uint64_t chunk_first_value(const Dims& dims, uint64_t chunk_rows, uint64_t k);
+
+// Serializes everything before the payload (always the current version) and fills in
+// stream offsets and sizes.
+std::vector<uint8_t> write_metadata(Container& c);
+// Byte offset of the header checksum in the metadata `write_metadata` makes.
+constexpr uint64_t header_checksum_offset = 88;
+// From the fixed header (its first fixed-header bytes): how many leading bytes of the file
+// surely hold all the metadata. Throws on a foreign file or an unknown version.
+uint64_t metadata_size_bound(const uint8_t* head, uint64_t available_bytes);
+// Parses and checks the metadata from the file's first `available` bytes. Stream checksums
+// are checked separately, where the streams live.
+Container read_metadata(const uint8_t* head, uint64_t available, uint64_t file_bytes);
+
+#ifdef FZG_HAVE_CUDA
+// Puts `metadata` (from write_metadata, its stream checksums still zero) at the start of a
+// device file and completes it on the device: stream s's checksum (in file order, all chunks)
+// is stream_sums[s] (its summed terms, see checksum_copy_device) plus the length term, then
+// the header checksum. Stream-ordered on `stream`; the host does not wait unless the metadata
+// is too large to travel as a kernel argument.
+void finish_metadata_device(const std::vector<uint8_t>& metadata, uint64_t streams, const uint64_t* stream_sums,
+                            uint8_t* file, cudaStream_t stream);
+#endif
+
+}  // namespace fzg

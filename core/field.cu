@@ -1,0 +1,145 @@
+// Finite value range on the GPU: one CUB reduction of (min, max) pairs, NaN and +-Inf mapped
+// to the identity. min and max are exact in any order, so the result equals the CPU's.
+#include <cub/device/device_reduce.cuh>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <limits>
+#include <memory>
+
+#include "runtime/buffer.hh"
+#include "runtime/cuda_check.cuh"
+#include "runtime/launch.cuh"
+#include "core/field.hh"
+
+namespace fzg {
+
+namespace {
+// Reduced in the field's own type: min and max are exact in it, and f32 pairs move half the bytes.
+template <typename T>
+struct Range {
+  T lo, hi;
+};
+
+template <typename T>
+struct ToRange {
+  __device__ Range<T> operator()(T v) const {
+    return isfinite(v) ? Range<T>{v, v} : Range<T>{T(INFINITY), T(-INFINITY)};
+  }
+};
+
+template <typename T>
+struct Widen {
+  __device__ Range<T> operator()(const Range<T>& a, const Range<T>& b) const {
+    return {a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+  }
+};
+
+template <typename T>
+Range<T> empty_range() {
+  return {std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()};
+}
+
+// Queues the range of data[0, count) into *out; `temp` grows to what CUB asks for.
+template <typename T>
+void reduce_into(const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream) {
+  auto ranges = thrust::make_transform_iterator(data, ToRange<T>{});
+  size_t temp_bytes = 0;
+  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, temp_bytes, ranges, out, count, Widen<T>{}, empty_range<T>(), stream));
+  if (temp.size() < temp_bytes) temp = Buffer::device(temp_bytes, stream);
+  FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), temp_bytes, ranges, out, count, Widen<T>{}, empty_range<T>(), stream));
+}
+
+// The range as the CPU reports it: [0, 0] when nothing is finite, never -0.
+template <typename T>
+void report(const Range<T>& r, double* min, double* max) {
+  double lo = double(r.lo), hi = double(r.hi);
+  if (lo > hi) lo = hi = 0;
+  *min = lo + 0.0, *max = hi + 0.0;
+}
+
+// Calls f(T{}) for a floating-point type.
+template <typename F>
+void typed(DType type, F f) {
+  if (type == DType::f32) f(float{});
+  else if (type == DType::f64) f(double{});
+  else fail(ErrorCode::invalid_argument, "value range: f32 or f64 only");
+}
+
+// The range the device holds at `range` (a Range of the type's elements), read back.
+void read_range(DType type, const Buffer& range, cudaStream_t stream, double* min, double* max) {
+  typed(type, [&](auto zero) {
+    Range<decltype(zero)> r;
+    FZG_CUDA_CHECK(cudaMemcpyAsync(&r, range.data(), sizeof r, cudaMemcpyDeviceToHost, stream));
+    FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    report(r, min, max);
+  });
+}
+
+template <typename T>
+__global__ void widen_kernel(Range<T>* total, const Range<T>* piece) {
+  *total = Widen<T>{}(*total, *piece);
+}
+
+}  // namespace
+
+// Both element types' state: the running total and the piece just reduced, side by side.
+struct ArrivingRange::State {
+  DType type;
+  cudaStream_t arrivals, reductions = thread_stream(0);
+  cudaEvent_t arrived = nullptr;
+  Buffer ranges = Buffer::device(2 * sizeof(Range<double>), reductions), temp;
+  State(DType t, cudaStream_t s) : type(t), arrivals(s) {
+    FZG_CUDA_CHECK(cudaEventCreateWithFlags(&arrived, cudaEventDisableTiming));
+  }
+  ~State() {
+    cudaStreamSynchronize(reductions);  // nothing of ours may still run when the buffers go
+    cudaEventDestroy(arrived);
+  }
+};
+
+ArrivingRange::ArrivingRange(DType type, cudaStream_t stream) : state_(std::make_unique<State>(type, stream)) {
+  typed(type, [&](auto zero) {
+    using T = decltype(zero);
+    const Range<T> empty = empty_range<T>();
+    FZG_CUDA_CHECK(cudaMemcpyAsync(state_->ranges.data(), &empty, sizeof empty, cudaMemcpyHostToDevice,
+                                   state_->reductions));
+    FZG_CUDA_CHECK(cudaStreamSynchronize(state_->reductions));  // `empty` lives on this stack
+  });
+}
+
+ArrivingRange::~ArrivingRange() = default;
+
+void ArrivingRange::add(const void* data, uint64_t count) {
+  State& s = *state_;
+  if (count == 0) return;
+  FZG_CUDA_CHECK(cudaEventRecord(s.arrived, s.arrivals));
+  FZG_CUDA_CHECK(cudaStreamWaitEvent(s.reductions, s.arrived, 0));
+  typed(s.type, [&](auto zero) {
+    using T = decltype(zero);
+    auto* total = s.ranges.as<Range<T>>();
+    reduce_into(static_cast<const T*>(data), count, total + 1, s.temp, s.reductions);
+    widen_kernel<<<1, 1, 0, s.reductions>>>(total, total + 1);
+    FZG_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void ArrivingRange::result(double* min, double* max) {
+  read_range(state_->type, state_->ranges, state_->reductions, min, max);
+}
+
+DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream)
+    : type_(type), stream_(stream) {
+  typed(type, [&](auto zero) {
+    using T = decltype(zero);
+    range_ = Buffer::device(sizeof(Range<T>), stream);
+    reduce_into(static_cast<const T*>(data), count, range_.as<Range<T>>(), temp_, stream);
+  });
+}
+
+void DeviceRange::result(double* min, double* max) { read_range(type_, range_, stream_, min, max); }
+
+void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream) {
+  DeviceRange(data, type, count, stream).result(min, max);
+}
+
+}  // namespace fzg

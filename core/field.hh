@@ -1,0 +1,88 @@
+// What a field is: element type, shape (fastest axis first) and the error-bound request.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/buffer.hh"
+
+namespace fzg {
+
+enum class DType : uint8_t { f32 = 1, f64 = 2, u8 = 3, u16 = 4, u32 = 5, i32 = 6 };
+enum class ErrorMode : uint8_t { abs = 1, rel = 2, psnr = 3, lossless = 4 };
+enum class Device { cpu, cuda };
+
+size_t dtype_size(DType t);
+template <typename T> constexpr DType dtype_of() { return sizeof(T) == 4 ? DType::f32 : DType::f64; }
+bool is_float(DType t);
+DType parse_dtype(const std::string& s);
+std::string to_string(DType t);
+ErrorMode parse_error_mode(const std::string& s);
+std::string to_string(ErrorMode m);
+
+// Shape with x fastest. Trailing extents of 1 are dropped: 360x330x1 is a 2D field.
+struct Dims {
+  uint64_t x = 1, y = 1, z = 1;
+  int rank = 1;
+
+  static Dims make(const std::vector<uint64_t>& fastest_first);
+  uint64_t count() const { return x * y * z; }
+  std::string to_string() const;
+};
+
+// Parses "500x500x100" (fastest first) or, with slowest_first, "100x500x500".
+Dims parse_dims(const std::string& text, bool slowest_first = false);
+
+// The error-bound request as the user gave it.
+struct ErrorBound {
+  ErrorMode mode = ErrorMode::rel;
+  double value = 1e-3;
+};
+
+// What a predictor quantizes with, resolved from the request and the data (see
+// predictors/lorenzo/quantization.hh); files report it in their Header.
+struct Quantization {
+  double error_bound = 0;  // absolute bound every point honours: |x - x'| <= error_bound
+  double step = 1;         // quantization step, 2 * error_bound unless that is zero or not finite
+  double min = 0, max = 0; // finite value range of the input (0, 0 when no finite value)
+};
+
+// Finite min and max of a host field (NaN and +-Inf left out), OpenMP-parallel.
+void finite_range(const void* data, DType type, uint64_t count, double* min, double* max);
+#ifdef FZG_HAVE_CUDA
+// The same on device data, stream-ordered on `stream` (waits for the result).
+void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream);
+
+// The same, queued on `stream` at construction; result() waits for it, so that the host can
+// do other work meanwhile.
+class DeviceRange {
+ public:
+  DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream);
+  void result(double* min, double* max);
+
+ private:
+  DType type_;
+  cudaStream_t stream_;
+  Buffer range_, temp_;
+};
+
+// The same on device data that arrives in pieces on `stream` (an upload): add() reduces a
+// piece on a stream of its own once the work queued on `stream` so far is done, so the
+// reductions run beside the copies of the later pieces; result() waits for them all.
+class ArrivingRange {
+ public:
+  ArrivingRange(DType type, cudaStream_t stream);
+  ~ArrivingRange();
+  ArrivingRange(const ArrivingRange&) = delete;
+  ArrivingRange& operator=(const ArrivingRange&) = delete;
+  void add(const void* data, uint64_t count);
+  void result(double* min, double* max);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+#endif
+
+}  // namespace fzg
