@@ -566,8 +566,9 @@ int run_info(const std::string& path, bool json) {
   std::printf("\n");
   std::printf("  size       %llu bytes from %llu, ratio %.3f\n", (unsigned long long)c.total_bytes,
               (unsigned long long)original, double(original) / double(c.total_bytes));
-  std::printf("  chunks     %llu of %llu slices of the slowest axis\n", (unsigned long long)c.chunks.size(),
-              (unsigned long long)h.chunk_rows);
+  const char* slices = h.dims.rank == 3 ? "z planes" : h.dims.rank == 2 ? "y rows" : "values";
+  std::printf("  chunks     %llu, of %llu %s each (the last may hold fewer)\n", (unsigned long long)c.chunks.size(),
+              (unsigned long long)std::min<uint64_t>(h.chunk_rows, slowest_extent(h.dims)), slices);
   std::printf("  graph      %s\n", graph.value("name", std::string("?")).c_str());
   for (size_t i = 0; i < stage_count; ++i) {
     const std::string id = graph["stages"][i]["id"].get<std::string>();

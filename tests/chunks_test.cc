@@ -167,7 +167,7 @@ TEST(Chunks, ChunkValuesTravelsInTheCanonicalGraph) {
   EXPECT_EQ(Graph::from_text(graph.canonical_text()).chunk_values(), 12345u);
   EXPECT_EQ(Graph::default_fz().chunk_values(), default_chunk_values);
   nlohmann::json bad = Graph::default_fz().to_json();
-  for (const nlohmann::json value : {nlohmann::json(0), nlohmann::json(-5), nlohmann::json("many"), nlohmann::json(1.5)}) {
+  for (const nlohmann::json& value : {nlohmann::json(0), nlohmann::json(-5), nlohmann::json("many"), nlohmann::json(1.5)}) {
     bad["chunk_values"] = value;
     EXPECT_THROW(Graph::from_json(bad), Error) << value.dump();
   }
