@@ -66,13 +66,21 @@ Dims read_dims(Reader& r, uint8_t rank) {
   return dims;
 }
 
-void read_header_start(Reader& r, Header& h) {
+// The fields both versions share, offsets 8 to 48: type, mode, rank, graph size, dims and the
+// requested bound. Returns the graph's size.
+uint32_t read_common_header(Reader& r, Header& h) {
   r.seek(8);
   h.dtype = DType(r.get<uint8_t>("header"));
   dtype_size(h.dtype);  // throws on an unknown code
   const uint8_t mode = r.get<uint8_t>("header");
   require_data(mode >= 1 && mode <= 4, "error mode");
   h.mode = ErrorMode(mode);
+  const uint8_t rank = r.get<uint8_t>("header");
+  require_data(r.get<uint8_t>("header") == 0, "reserved header byte");
+  const uint32_t graph_bytes = r.get<uint32_t>("header");
+  h.dims = read_dims(r, rank);
+  h.requested_bound = r.get<double>("header");
+  return graph_bytes;
 }
 
 std::string read_graph(Reader& r, uint32_t graph_bytes) {
@@ -125,13 +133,8 @@ Container read_metadata_v1(const uint8_t* data, uint64_t available, uint64_t fil
   Container c;
   c.header.version = 1;
   Reader r(data, available);
-  read_header_start(r, c.header);
-  const uint8_t rank = r.get<uint8_t>("header");
-  require_data(r.get<uint8_t>("header") == 0, "reserved header byte");
-  const uint32_t graph_bytes = r.get<uint32_t>("header");
-  c.header.dims = read_dims(r, rank);
+  const uint32_t graph_bytes = read_common_header(r, c.header);
   c.header.chunk_rows = std::max<uint64_t>(1, slowest_extent(c.header.dims));
-  c.header.requested_bound = r.get<double>("header");
   const uint8_t* quantization = r.take(32, "header");
   c.v1_predictor_header.assign(quantization, quantization + 32);
   const uint32_t stage_count = r.get<uint32_t>("header"), stream_count = r.get<uint32_t>("header");
@@ -274,12 +277,7 @@ Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_b
   require_data(available >= fixed_header_bytes, "file shorter than its header");
   Container c;
   Reader r(data, available);
-  read_header_start(r, c.header);
-  const uint8_t rank = r.get<uint8_t>("header");
-  require_data(r.get<uint8_t>("header") == 0, "reserved header byte");
-  const uint32_t graph_bytes = r.get<uint32_t>("header");
-  c.header.dims = read_dims(r, rank);
-  c.header.requested_bound = r.get<double>("header");
+  const uint32_t graph_bytes = read_common_header(r, c.header);
   c.header.chunk_rows = r.get<uint64_t>("header");
   require_data(c.header.chunk_rows >= 1, "chunk rows");
   const uint32_t stage_count = r.get<uint32_t>("header"), stream_count = r.get<uint32_t>("header");

@@ -330,6 +330,27 @@ Graph chunked_fz(uint64_t chunk_values) {
   return Graph::from_json(config);
 }
 
+// The CPU's file for a field (rel 1e-3) and its decode: what every GPU path must give.
+struct CpuReference {
+  Buffer file;
+  Decompressed field;
+};
+CpuReference cpu_reference(const Graph& graph, const FieldRef& field) {
+  CompressOptions on_cpu;
+  on_cpu.bound = {ErrorMode::rel, 1e-3};
+  CpuReference r;
+  r.file = compress(graph, field, on_cpu);
+  r.field = decompress(r.file, {});
+  return r;
+}
+
+CompressOptions gpu_rel_1em3() {
+  CompressOptions on_gpu;
+  on_gpu.bound = {ErrorMode::rel, 1e-3};
+  on_gpu.device = Device::cuda;
+  return on_gpu;
+}
+
 // Chunks of any size write the CPU's file on the GPU: one tile row per chunk, rows whose
 // codes end inside a shuffle-pack chunk or a shuffle tile, several chunks, the whole field;
 // 1D, 2D and 3D, with and without outliers. The files decode on the device to the CPU's
@@ -346,13 +367,10 @@ TEST(Gpu, ChunksOfAnySizeWriteTheCpuFile) {
     const FieldRef field{host.data(), Location::host, DType::f32, d};
     for (const uint64_t chunk : {uint64_t(1), uint64_t(9000), uint64_t(50000), default_chunk_values}) {
       const Graph graph = chunked_fz(chunk);
-      CompressOptions on_cpu;
-      on_cpu.bound = {ErrorMode::rel, 1e-3};
-      const Buffer cpu_file = compress(graph, field, on_cpu);
-      const Decompressed expected = decompress(cpu_file, {});
-      CompressOptions on_gpu = on_cpu;
-      on_gpu.device = Device::cuda;
-      const Buffer gpu_file = compress(graph, field, on_gpu);
+      const CpuReference cpu = cpu_reference(graph, field);
+      const Buffer& cpu_file = cpu.file;
+      const Decompressed& expected = cpu.field;
+      const Buffer gpu_file = compress(graph, field, gpu_rel_1em3());
       ASSERT_EQ(gpu_file.size(), cpu_file.size()) << d.to_string() << ", chunk " << chunk;
       EXPECT_EQ(std::memcmp(gpu_file.data(), cpu_file.data(), cpu_file.size()), 0) << d.to_string() << ", chunk " << chunk;
       DecompressOptions back;
@@ -450,12 +468,10 @@ TEST(Gpu, FieldsPastTheBudgetGoThroughAChunkAtATime) {
   const Graph graph = chunked_fz(uint64_t(1) << 20);  // 4 MB chunks
   const Buffer host = synthesize(SynthKind::turbulent, DType::f32, d);
   const FieldRef field{host.data(), Location::host, DType::f32, d};
-  CompressOptions on_cpu;
-  on_cpu.bound = {ErrorMode::rel, 1e-3};
-  const Buffer cpu_file = compress(graph, field, on_cpu);
-  const Decompressed expected = decompress(cpu_file, {});
-  CompressOptions on_gpu = on_cpu;
-  on_gpu.device = Device::cuda;
+  const CpuReference cpu = cpu_reference(graph, field);
+  const Buffer& cpu_file = cpu.file;
+  const Decompressed& expected = cpu.field;
+  CompressOptions on_gpu = gpu_rel_1em3();
   on_gpu.device_memory_budget = field_bytes / 3;
   synchronize(nullptr);
   reset_device_memory_peak();
