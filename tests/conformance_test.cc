@@ -489,18 +489,33 @@ TEST(ConformanceTable, EveryCaseBuildsARegisteredStageUnderAUniqueName) {
 // ---------------------------------------------------------------------------------------------
 // The contract, per stage case.
 
+// Each case's stage and samples, built once per process: the corpus and the headers cost about
+// a second per test in a Debug ASan build, and every test of a case reads the same ones. A
+// stage is const and shared by all its callers anyway (as a graph shares it).
+struct CaseUnderTest {
+  std::unique_ptr<Stage> stage;
+  std::vector<Sample> samples;  // built on first use; never resized after (contexts point in)
+  bool sampled = false;
+};
+
+CaseUnderTest& case_under_test(const StageCase& c) {
+  static std::map<std::string, std::unique_ptr<CaseUnderTest>> cache;
+  std::unique_ptr<CaseUnderTest>& slot = cache[case_name(c)];
+  if (!slot) {
+    slot = std::make_unique<CaseUnderTest>();
+    slot->stage = make_stage(c.type, c.params);
+  }
+  return *slot;
+}
+
 class StageContract : public ::testing::TestWithParam<StageCase> {
  protected:
-  void SetUp() override {
-    stage_ = make_stage(GetParam().type, GetParam().params);
-    samples_ = samples_for(*stage_);
+  const Stage& stage() const { return *case_under_test(GetParam()).stage; }
+  const std::vector<Sample>& samples() const {
+    CaseUnderTest& c = case_under_test(GetParam());
+    if (!c.sampled) c.samples = samples_for(*c.stage), c.sampled = true;
+    return c.samples;
   }
-  const Stage& stage() const { return *stage_; }
-  const std::vector<Sample>& samples() const { return samples_; }
-
- private:
-  std::unique_ptr<Stage> stage_;
-  std::vector<Sample> samples_;
 };
 
 // params() is complete: a file's graph stores it as JSON text and rebuilds the stage from it.
