@@ -164,7 +164,7 @@ uint64_t slowest_extent(const Dims& dims) { return dims.rank == 1 ? dims.x : dim
 
 uint64_t chunk_count(const Dims& dims, uint64_t chunk_rows) {
   const uint64_t extent = slowest_extent(dims);
-  return extent == 0 ? 1 : (extent + chunk_rows - 1) / chunk_rows;
+  return extent == 0 ? 1 : extent / chunk_rows + (extent % chunk_rows != 0);  // no wrap for any chunk_rows
 }
 
 Dims chunk_dims(const Dims& dims, uint64_t chunk_rows, uint64_t k) {
@@ -279,10 +279,13 @@ Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_b
   Reader r(data, available);
   const uint32_t graph_bytes = read_common_header(r, c.header);
   c.header.chunk_rows = r.get<uint64_t>("header");
-  require_data(c.header.chunk_rows >= 1, "chunk rows");
+  // Writers never chunk past the field's slowest extent.
+  require_data(c.header.chunk_rows >= 1 && c.header.chunk_rows <= std::max<uint64_t>(1, slowest_extent(c.header.dims)),
+               "chunk rows");
   const uint32_t stage_count = r.get<uint32_t>("header"), stream_count = r.get<uint32_t>("header");
   const uint64_t chunks = r.get<uint64_t>("header");
-  require_data(stage_count < 4096 && stream_count < 4096, "stage or stream count");
+  // Every graph stores at least one stream.
+  require_data(stage_count < 4096 && stream_count >= 1 && stream_count < 4096, "stage or stream count");
   require_data(chunks == chunk_count(c.header.dims, c.header.chunk_rows), "chunk count");
   const uint64_t metadata = r.get<uint64_t>("header");
   require_data(metadata <= available && metadata <= file_bytes, "metadata size");
@@ -290,6 +293,8 @@ Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_b
   require_data(chunks <= metadata / (8 * uint64_t(stage_count) + 16 * uint64_t(stream_count) + 1), "chunk count");
   const uint64_t payload = r.get<uint64_t>("header");
   const uint64_t stored_sum = r.get<uint64_t>("header");
+  // The checksum first: nothing is allocated from tables it has not vouched for.
+  check_header_checksum(data, metadata, header_checksum_offset, stored_sum);
   Reader m(data, metadata);
   m.seek(r.position());
   c.graph_json = read_graph(m, graph_bytes);
@@ -312,7 +317,6 @@ Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_b
     }
   require_data(m.position() == metadata, "metadata size");
   c.metadata_bytes = metadata;
-  check_header_checksum(data, c.metadata_bytes, header_checksum_offset, stored_sum);
   place_streams(c, payload, file_bytes);
   return c;
 }

@@ -288,8 +288,9 @@ void decode_chunk(const Plan& plan, const StageContext& chunk_ctx, const std::ve
     if (step.composite && !record.stages[last].raw) {
       const StageRecord& first_record = record.stages[step.first];
       require_data(!first_record.raw && first_record.input_sizes.size() == 1 &&
+                       record.stages[last].input_sizes.size() == 1 &&
                        step.composite->intermediate_size(first_record.input_sizes[0]) ==
-                           record.stages[last].input_sizes.at(0),
+                           record.stages[last].input_sizes[0],
                    "fused stage sizes");
       std::vector<Buffer> outputs = take_outputs(last);
       graph.nodes()[last].stage->check_outputs(node_context(chunk_ctx, headers, last), outputs,
@@ -621,7 +622,15 @@ Decompressed decode_chunks(Container& c, const Graph& graph, const Buffer& sourc
     decode_chunk(*plan, chunk, headers, c.chunks[k], streams, target, times);
     if (!direct && bytes) {
       times.start();
-      copy_bytes(output().data() + at, options.output, staging.data(), staging.location(), bytes, lane);
+      if (options.output == Location::host && staging.on_device()) {
+        // Through the kept page-locked buffers: a plain copy into pageable memory runs at a
+        // fraction of the link's speed below the size where copy_bytes stages on its own.
+        StagedDownload download(lane);
+        download.add(output().data() + at, staging.data(), bytes);
+        download.finish();
+      } else {
+        copy_bytes(output().data() + at, options.output, staging.data(), staging.location(), bytes, lane);
+      }
       times.stop("download");
     }
   });

@@ -141,6 +141,12 @@ class BlockCache {
   std::vector<cudaEvent_t> events_;
   size_t cached_bytes_ = 0;
   int64_t current_ = 0, peak_ = 0;
+
+ public:
+  size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_bytes_;
+  }
 };
 
 BlockCache& cache() {
@@ -197,10 +203,20 @@ void event_record(void* event, cudaStream_t stream) {
 }
 void event_wait(void* event) { FZG_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
 
+// What the driver reports free, plus what fzg holds for reuse: the pool keeps freed memory
+// (release threshold: all) and the block cache keeps freed blocks, so a second large call
+// would otherwise see less free than it can have.
 uint64_t device_free_bytes() {
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
-  return free_bytes;
+  int device = 0;
+  cudaMemPool_t pool;
+  uint64_t reserved = 0, used = 0;
+  if (cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess && reserved > used)
+    free_bytes += reserved - used;
+  return free_bytes + cache().cached_bytes();
 }
 
 bool device_present() {

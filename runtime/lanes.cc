@@ -115,10 +115,18 @@ void run_in_lanes(Device device, cudaStream_t stream, uint64_t count, unsigned l
           }
           work(k, own);
         }
-        done[i] = record(own);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         if (!failure) failure = std::current_exception();
+      }
+      // Even after a failure: the caller's stream must wait for what this lane queued (its
+      // kernels may still write memory the caller frees once the exception reaches it).
+      if (streams[i]) {
+        try {
+          done[i] = record(streams[i]);
+        } catch (...) {
+          cudaStreamSynchronize(streams[i]);
+        }
       }
     };
     helpers.start(lanes, lane);
@@ -134,6 +142,9 @@ void run_in_lanes(Device device, cudaStream_t stream, uint64_t count, unsigned l
     if (failure) std::rethrow_exception(failure);
     return;
   }
+#endif
+#ifdef FZG_HAVE_CUDA
+  last_streams.clear();
 #endif
   (void)device, (void)lanes;
   for (uint64_t k = 0; k < count; ++k) work(k, stream);

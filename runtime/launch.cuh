@@ -54,9 +54,12 @@ unsigned resident_grid(Kernel kernel, int block_threads, uint64_t work_items, ui
 }
 
 // The calling thread's own non-blocking streams for work beside the caller's stream (0, 1,
-// ...): made at first use, on the device current then, and kept for the thread's life.
+// ...), per device: made at first use on the current device and kept for the thread's life.
 inline cudaStream_t thread_stream(size_t index) {
-  static thread_local std::vector<cudaStream_t> streams;
+  static thread_local std::unordered_map<int, std::vector<cudaStream_t>> by_device;
+  int device = 0;
+  FZG_CUDA_CHECK(cudaGetDevice(&device));
+  std::vector<cudaStream_t>& streams = by_device[device];
   while (streams.size() <= index) {
     cudaStream_t s = nullptr;
     FZG_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -257,5 +257,24 @@ TEST(Container, ZeroBlockClaimingAHugeOutputIsAnErrorNotAnAllocation) {
   }
 }
 
+// Header fields a reader must bound before it uses them: a chunk size past the field (whose
+// chunk count once wrapped to 0, leaving the field undecoded), no stored stream, a chunk
+// count that disagrees with the geometry.
+TEST(Container, ImpossibleChunkGeometryIsAnError) {
+  const Buffer file = sample_file();
+  auto with_u64 = [&](uint64_t at, uint64_t value) {
+    Buffer bad = copy_of(file, file.size());
+    std::memcpy(bad.data() + at, &value, 8);
+    return with_metadata_byte(bad, at, bad.data()[at]);  // the same byte: just the checksum made good
+  };
+  for (const uint64_t rows : {uint64_t(0), uint64_t(8), ~uint64_t(0) - 1, ~uint64_t(0)})
+    expect_error([&] { decompress(with_u64(48, rows), {}); }, ErrorCode::corrupt_data, "");
+  expect_error([&] { decompress(with_u64(64, 2), {}); }, ErrorCode::corrupt_data, "chunk count");
+  Buffer no_streams = copy_of(file, file.size());
+  const uint32_t zero = 0;
+  std::memcpy(no_streams.data() + 60, &zero, 4);
+  expect_error([&] { decompress(with_metadata_byte(no_streams, 60, 0), {}); }, ErrorCode::corrupt_data, "");
+}
+
 }  // namespace
 }  // namespace fzg
