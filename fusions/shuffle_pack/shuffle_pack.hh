@@ -27,8 +27,8 @@ struct Carry {
   uint8_t* to = nullptr;
 };
 
-// The single pass, a window of the input at a time (for chains that never hold their whole
-// input). The input is cut into chunks of 128 tiles; a launch encodes a run of chunks and
+// The single pass, a window of the input at a time (encode_cuda passes its whole input as one
+// window). The input is cut into chunks of 128 tiles; a launch encodes a run of chunks and
 // places them after those of every earlier launch, so the launches must cover the chunks in
 // order. The blocks go to a scratch of `capacity` words (at most, and by default, half the
 // input): finish() says when they did not fit, and blocks() how many there were.

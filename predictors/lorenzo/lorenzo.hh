@@ -71,9 +71,8 @@ void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outlie
                  const Quantization& quant, void* field, cudaStream_t stream);
 
 #ifdef FZG_HAVE_CUDA
-// Slab-wise device coding, for chains that never hold a whole field's codes (a predictor
-// fused with its lossless stages). A tile row is the run of tiles that share the slowest
-// axis' tile index (8 planes in 3D, 32 rows in 2D, one tile in 1D): its points are one
+// Device coding by tile rows (encode_cuda and decode_cuda run all rows of their field). A
+// tile row is the run of tiles that share the slowest axis' tile index (8 planes in 3D, 32 rows in 2D, one tile in 1D): its points are one
 // contiguous run of field order, so the codes of rows [first, end) fill one window, the code
 // of point i at window[i - window_first]. Rows encode and decode independently (tiles do).
 struct TileRows {
@@ -82,8 +81,7 @@ struct TileRows {
 };
 TileRows tile_rows(const Dims& dims);
 
-// Made before the quantization is known (its state is zeroed on the stream at once), so that
-// a chain can be set up while the field's value range is still being reduced.
+// Made before the quantization is known (its state is zeroed on the stream at once).
 class DeviceEncoder {
  public:
   DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream);
