@@ -131,7 +131,7 @@ decltype(auto) on_backend(const StageContext& ctx, Cpu&& cpu, Cuda&& cuda) {
 #ifdef FZG_HAVE_CUDA
   if (ctx.device == Device::cuda) return cuda();
 #else
-  (void)cuda;
+  (void)ctx, (void)cuda;
 #endif
   return cpu();
 }

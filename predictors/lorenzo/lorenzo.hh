@@ -72,9 +72,10 @@ void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outlie
 
 #ifdef FZG_HAVE_CUDA
 // Device coding by tile rows (encode_cuda and decode_cuda run all rows of their field). A
-// tile row is the run of tiles that share the slowest axis' tile index (8 planes in 3D, 32 rows in 2D, one tile in 1D): its points are one
-// contiguous run of field order, so the codes of rows [first, end) fill one window, the code
-// of point i at window[i - window_first]. Rows encode and decode independently (tiles do).
+// tile row is the run of tiles that share the slowest axis' tile index (8 planes in 3D, 32
+// rows in 2D, one tile in 1D): its points are one contiguous run of field order, so the codes
+// of rows [first, end) fill one window, the code of point i at window[i - window_first]. Rows
+// encode and decode independently (tiles do).
 struct TileRows {
   uint64_t count;           // tile rows in the field
   uint64_t values_per_row;  // points in a whole row (the last row may hold fewer)
