@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "runtime/portable.hh"
 #include "core/stage.hh"
+#include "runtime/portable.hh"
 
 namespace fzg {
 

@@ -18,8 +18,8 @@
 
 #include "bench/fzgpu_reference.hh"
 #include "cli/progress.hh"
-#include "tools/metrics.hh"
 #include "runtime/timer.hh"
+#include "tools/metrics.hh"
 
 namespace fzg::cli {
 

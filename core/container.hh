@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/buffer.hh"
 #include "core/field.hh"
+#include "runtime/buffer.hh"
 
 namespace fzg {
 

@@ -11,8 +11,8 @@
 
 #include "core/checksum.hh"
 #include "core/fzg.hh"
-#include "runtime/lanes.hh"
 #include "core/plan.hh"
+#include "runtime/lanes.hh"
 #include "runtime/timer.hh"
 
 namespace fzg {

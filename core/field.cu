@@ -6,10 +6,10 @@
 #include <limits>
 #include <memory>
 
+#include "core/field.hh"
 #include "runtime/buffer.hh"
 #include "runtime/cuda_check.cuh"
 #include "runtime/launch.cuh"
-#include "core/field.hh"
 
 namespace fzg {
 

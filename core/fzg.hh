@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/buffer.hh"
 #include "core/container.hh"
 #include "core/error.hh"
 #include "core/field.hh"
 #include "core/graph.hh"
+#include "runtime/buffer.hh"
 
 namespace fzg {
 

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "fusions/composite.hh"
 #include "core/graph.hh"
+#include "fusions/composite.hh"
 
 namespace fzg {
 

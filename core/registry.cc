@@ -4,9 +4,9 @@
 #include <map>
 
 #include "bitshuffle/bitshuffle.hh"
+#include "core/error.hh"
 #include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock.hh"
-#include "core/error.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 
 namespace fzg {

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/buffer.hh"
 #include "core/field.hh"
+#include "runtime/buffer.hh"
 
 namespace fzg {
 

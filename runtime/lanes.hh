@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "runtime/buffer.hh"
 #include "core/field.hh"
+#include "runtime/buffer.hh"
 
 namespace fzg {
 

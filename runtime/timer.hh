@@ -4,8 +4,8 @@
 #include <chrono>
 #include <string>
 
-#include "runtime/buffer.hh"
 #include "core/field.hh"
+#include "runtime/buffer.hh"
 
 namespace fzg {
 

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "fusions/composite.hh"
 #include "core/error.hh"
 #include "core/registry.hh"
+#include "fusions/composite.hh"
 #include "test_util.hh"
 
 // The OpenMP runtime the library links, reached without compiling this file with -fopenmp:

@@ -2,8 +2,8 @@
 #include <random>
 
 #include "bitshuffle/bitshuffle.hh"
-#include "lossless/zeroblock/zeroblock.hh"
 #include "core/registry.hh"
+#include "lossless/zeroblock/zeroblock.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 #include "predictors/lorenzo/quantizer.hh"
 #include "test_util.hh"

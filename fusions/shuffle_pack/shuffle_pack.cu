@@ -14,11 +14,11 @@
 #include <algorithm>
 
 #include "bitshuffle/bitshuffle.cuh"
+#include "core/error.hh"
 #include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
 #include "runtime/cuda_check.cuh"
 #include "runtime/device_words.cuh"
-#include "core/error.hh"
 #include "runtime/launch.cuh"
 #include "runtime/timer.hh"
 

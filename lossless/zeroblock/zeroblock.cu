@@ -12,10 +12,10 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
+#include "core/error.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
 #include "runtime/cuda_check.cuh"
 #include "runtime/device_words.cuh"
-#include "core/error.hh"
 #include "runtime/launch.cuh"
 
 namespace fzg::zeroblock {

@@ -3,8 +3,8 @@
 #include <cstring>
 #include <vector>
 
-#include "lossless/zeroblock/zeroblock.hh"
 #include "core/error.hh"
+#include "lossless/zeroblock/zeroblock.hh"
 
 namespace fzg::zeroblock {
 

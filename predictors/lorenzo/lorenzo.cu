@@ -24,12 +24,12 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
-#include "runtime/cuda_check.cuh"
 #include "core/error.hh"
-#include "runtime/launch.cuh"
-#include "runtime/timer.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 #include "predictors/lorenzo/quantizer.hh"
+#include "runtime/cuda_check.cuh"
+#include "runtime/launch.cuh"
+#include "runtime/timer.hh"
 
 namespace fzg::lorenzo {
 
