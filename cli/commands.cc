@@ -523,7 +523,8 @@ int run_info(const std::string& path, bool json) {
   const auto& h = c.header;
   // A lossless file has no bound and no step; only a floating-point field has a value range.
   const bool lossless = h.mode == ErrorMode::lossless;
-  const bool has_range = is_float(h.dtype) && !stored_exactly(c) && !lossless;
+  const bool exactly = stored_exactly(c);  // loads the stored graph: once
+  const bool has_range = is_float(h.dtype) && !exactly && !lossless;
   const uint64_t original = h.dims.count() * dtype_size(h.dtype);
   nlohmann::json report = {{"format_version", h.version},
                            {"dtype", to_string(h.dtype)},
@@ -541,7 +542,7 @@ int run_info(const std::string& path, bool json) {
     report["requested_bound"] = h.requested_bound;
     report["absolute_bound"] = h.quant.error_bound;
     report["step"] = h.quant.step;
-    report["stored_exactly"] = stored_exactly(c);
+    report["stored_exactly"] = exactly;
   }
   if (has_range) {
     report["min"] = h.quant.min;
@@ -556,7 +557,7 @@ int run_info(const std::string& path, bool json) {
               (unsigned long long)h.dims.count());
   if (lossless)
     std::printf("  bound      lossless (exact)");
-  else if (stored_exactly(c))
+  else if (exactly)
     std::printf("  bound      %s %g; %s", to_string(h.mode).c_str(), h.requested_bound, stored_exactly_note);
   else
     std::printf("  bound      %s %g -> absolute %.6g (step %.6g)", to_string(h.mode).c_str(), h.requested_bound,

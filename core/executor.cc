@@ -169,6 +169,15 @@ bool needs_value_range(const Graph& graph) {
   return false;
 }
 
+// Chunk k of the plan, computed on `lane`.
+StageContext chunk_context(const StageContext& base, const Plan& plan, uint64_t k, cudaStream_t lane) {
+  StageContext chunk = base;
+  chunk.stream = lane;
+  chunk.dims = plan.chunk_dims(k);
+  chunk.chunk_first_value = plan.chunk_first_value(k);
+  return chunk;
+}
+
 StageContext node_context(const StageContext& chunk, const std::vector<std::vector<uint8_t>>& headers, size_t node) {
   StageContext ctx = chunk;
   ctx.header = &headers.at(node);
@@ -392,9 +401,9 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   // is reduced there, and each lane uploads its chunk and takes the chunk's streams back.
   const uint64_t budget = options.device_memory_budget ? options.device_memory_budget : device_free_bytes();
   const uint64_t per_chunk = chunk_need(plan->chunk_dims(0).count() * value_bytes);
-  const bool out_of_core = field.where == Location::host && base.device == Device::cuda &&
-                           field.size_bytes() + chunk_lanes * per_chunk > budget;
-  const bool uploads = field.where == Location::host && base.device == Device::cuda && !out_of_core;
+  const bool host_field_on_gpu = field.where == Location::host && base.device == Device::cuda;
+  const bool out_of_core = host_field_on_gpu && field.size_bytes() + chunk_lanes * per_chunk > budget;
+  const bool uploads = host_field_on_gpu && !out_of_core;
   const unsigned lanes =
       base.device != Device::cuda
           ? 1
@@ -405,7 +414,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     input = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where);
     if (range) value_range(input, field.dtype, field.dims.count(), base.stream, &summary.min, &summary.max);
     times.stop("value range");
-  } else if (field.where == Location::host && base.device == Device::cuda) {
+  } else if (uploads) {
     input = upload_with_range(field, base.stream, range, &summary.min, &summary.max);
     times.stop("upload");
   } else {
@@ -431,10 +440,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   c.chunks.resize(plan->chunks);
   std::vector<std::vector<Buffer>> chunk_streams(plan->chunks);
   run_in_lanes(base.device, base.stream, plan->chunks, lanes, [&](uint64_t k, cudaStream_t lane) {
-    StageContext chunk = base;
-    chunk.stream = lane;
-    chunk.dims = plan->chunk_dims(k);
-    chunk.chunk_first_value = plan->chunk_first_value(k);
+    const StageContext chunk = chunk_context(base, *plan, k, lane);
     Buffer slice = input.slice(chunk.chunk_first_value * value_bytes, chunk.dims.count() * value_bytes);
     if (out_of_core) slice = to_device(slice, lane);
     chunk_streams[k] = encode_chunk(*plan, chunk, c.stage_headers, slice, c.chunks[k], times);
@@ -485,25 +491,35 @@ Container read_container(const Buffer& file, cudaStream_t stream) {
   return read_metadata(metadata.data(), available, file.size());
 }
 
-// The graph of a file, checked against its tables, with every stage header checked and the
-// predictor's quantization put into the header.
-Graph checked_graph(Container& c) {
-  const Graph graph = stored_graph(c.graph_json);
+// A file's graph, checked against its tables, with every stage header (version 1: the
+// predictor's from the fixed header) checked and described; the predictor's quantization is
+// put into the container's header.
+struct CheckedGraph {
+  Graph graph;
+  std::vector<std::vector<uint8_t>> headers;  // one per node
+  nlohmann::json described = nlohmann::json::object();  // node id -> its header, for the nodes that have one
+};
+
+CheckedGraph checked_graph(Container& c) {
+  CheckedGraph out;
+  out.graph = stored_graph(c.graph_json);
+  const Graph& graph = out.graph;
   require_data(graph.nodes().size() == c.stage_headers.size(), "stage table");
   for (const auto& chunk : c.chunks)
     require_data(chunk.stages.size() == graph.nodes().size() && chunk.streams.size() == graph.stored().size(),
                  "stage table");
   if (c.header.mode != ErrorMode::lossless) require_data(is_float(c.header.dtype), "lossy mode on an integer type");
-  const std::vector<std::vector<uint8_t>> headers = stage_headers_of(graph, c);
+  out.headers = stage_headers_of(graph, c);
   StageContext ctx;
   ctx.dtype = c.header.dtype;
   ctx.field_dims = ctx.dims = c.header.dims;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     const Stage& stage = *graph.nodes()[i].stage;
-    stage.describe_header(ctx, headers[i]);
-    if (stage.spec().predictor) c.header.quant = stage.quantization(headers[i]);
+    const nlohmann::json description = stage.describe_header(ctx, out.headers[i]);
+    if (!out.headers[i].empty()) out.described[graph.nodes()[i].id] = description;
+    if (stage.spec().predictor) c.header.quant = stage.quantization(out.headers[i]);
   }
-  return graph;
+  return out;
 }
 
 }  // namespace
@@ -516,15 +532,7 @@ Container inspect(const Buffer& file, cudaStream_t stream) {
 
 nlohmann::json describe_stage_headers(const Container& c) {
   Container copy = c;
-  const Graph graph = checked_graph(copy);
-  const std::vector<std::vector<uint8_t>> headers = stage_headers_of(graph, copy);
-  StageContext ctx;
-  ctx.dtype = c.header.dtype;
-  ctx.field_dims = ctx.dims = c.header.dims;
-  nlohmann::json out = nlohmann::json::object();
-  for (size_t i = 0; i < graph.nodes().size(); ++i)
-    if (!headers[i].empty()) out[graph.nodes()[i].id] = graph.nodes()[i].stage->describe_header(ctx, headers[i]);
-  return out;
+  return checked_graph(copy).described;
 }
 
 namespace {
@@ -533,9 +541,10 @@ namespace {
 // (caller memory at options.output holding those chunks' values), else into a buffer of its
 // own. `source` holds the file's bytes from `source_offset` on (the whole file, or just those
 // chunks' payload), 8-byte aligned.
-Decompressed decode_chunks(Container& c, const Graph& graph, const Buffer& source, uint64_t source_offset,
+Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buffer& source, uint64_t source_offset,
                            uint64_t first, uint64_t end, const DecompressOptions& options, Buffer destination) {
-  const std::vector<std::vector<uint8_t>> headers = stage_headers_of(graph, c);
+  const Graph& graph = checked.graph;
+  const std::vector<std::vector<uint8_t>>& headers = checked.headers;
   const std::shared_ptr<const Plan> plan =
       make_plan(graph, options.device, c.header.dtype, c.header.dims, c.header.chunk_rows);
   require_data(plan->chunks == c.chunks.size(), "chunk count");
@@ -606,10 +615,7 @@ Decompressed decode_chunks(Container& c, const Graph& graph, const Buffer& sourc
   const size_t per_chunk = graph.stored().size();
   run_in_lanes(base.device, base.stream, end - first, lanes, [&](uint64_t i, cudaStream_t lane) {
     const uint64_t k = first + i;
-    StageContext chunk = base;
-    chunk.stream = lane;
-    chunk.dims = plan->chunk_dims(k);
-    chunk.chunk_first_value = plan->chunk_first_value(k);
+    const StageContext chunk = chunk_context(base, *plan, k, lane);
     const uint64_t at = (chunk.chunk_first_value - region_first) * value_bytes, bytes = chunk.dims.count() * value_bytes;
     std::vector<Buffer> streams;
     for (size_t s = 0; s < per_chunk; ++s) streams.push_back(move_to(views[i * per_chunk + s], compute, lane));
@@ -653,8 +659,8 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
   }
   Container c = read_container(source, options.stream);
   trace::mark("metadata read");
-  const Graph graph = checked_graph(c);
-  return decode_chunks(c, graph, source, 0, 0, c.chunks.size(), options, destination);
+  const CheckedGraph checked = checked_graph(c);
+  return decode_chunks(c, checked, source, 0, 0, c.chunks.size(), options, destination);
 }
 
 // Copies the box out of a region of whole slowest-axis slices [slice0, ...) of the field.
@@ -684,7 +690,7 @@ Decompressed decompress_box(const FileReader& read, uint64_t file_bytes, const B
   std::vector<uint8_t> metadata(metadata_bytes);
   read(0, metadata.size(), metadata.data());
   Container c = read_metadata(metadata.data(), metadata.size(), file_bytes);
-  const Graph graph = checked_graph(c);
+  const CheckedGraph checked = checked_graph(c);
   const Dims& dims = c.header.dims;
   Box box = box_in;
   box.x1 = std::min(box.x1, dims.x), box.y1 = std::min(box.y1, dims.y), box.z1 = std::min(box.z1, dims.z);
@@ -701,7 +707,7 @@ Decompressed decompress_box(const FileReader& read, uint64_t file_bytes, const B
   if (to > from) read(from, to - from, payload.data());
   DecompressOptions region_options = options;
   region_options.output = Location::host;
-  const Decompressed region = decode_chunks(c, graph, payload, from, first, end, region_options, Buffer());
+  const Decompressed region = decode_chunks(c, checked, payload, from, first, end, region_options, Buffer());
   Buffer out = crop(region.data, dims, dtype_size(c.header.dtype), first * c.header.chunk_rows, box);
   if (options.output == Location::device) out = to_device(out, options.stream);
   return {out, c.header};
