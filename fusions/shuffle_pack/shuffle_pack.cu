@@ -2,9 +2,8 @@
 // Work decomposition: one warp per 32-word tile = one zero-block group, `tiles_per_pass`
 // tiles loaded before any is shuffled.
 // Encode is one pass over the input: a block takes the next chunk of 128 tiles, flags them,
-// finds where its output goes by a decoupled look-back over the chunks before it (each
-// publishes its own counts, then its running total; no atomics decide the layout, only which
-// block takes which chunk), and writes its flag words and blocks there. The blocks region
+// finds where its output goes by the shared decoupled look-back (varlen/lookback.cuh) over
+// the chunks before it, and writes its flag words and blocks there. The blocks region
 // starts after every flag word, a count known only at the end, so the blocks go to a fixed
 // place in a scratch with room for the most flag words before them, and the flag words and
 // group bits are copied in front once counted (a few MB): the stream is a slice of the
@@ -21,6 +20,7 @@
 #include "runtime/device_words.cuh"
 #include "runtime/launch.cuh"
 #include "runtime/timer.hh"
+#include "varlen/lookback.cuh"
 
 namespace fzg::shuffle_pack {
 
@@ -96,15 +96,7 @@ constexpr uint32_t warp_tiles = 16;
 constexpr uint32_t chunk_tiles = chunk_warps * warp_tiles;
 static_assert(warp_tiles == 16, "a warp's group bits are one little-endian u16 of the bitmap");
 
-// The look-back's shared state, zeroed before the launch. Each chunk publishes its own counts
-// (`aggregate`), then the counts of every chunk up to and including it (`inclusive`); a
-// count is stored plus one, so 0 means "not yet". Flags and blocks are separate 64-bit
-// words (each stored whole), and a reader takes a pair only when both halves are there.
-struct LookBack {
-  unsigned long long* aggregate;  // [chunks][2]: flag words, blocks
-  unsigned long long* inclusive;  // [chunks][2]
-  unsigned int* next_chunk;       // [chunks]: a launch starting at chunk c hands out chunks by next_chunk[c]
-};
+using LookBack = varlen::LookBack<2>;  // counts: flag words, blocks
 
 struct PackTargets {
   uint16_t* group_bits;  // [chunks * chunk_warps]: each warp's 16 group bits
@@ -112,52 +104,6 @@ struct PackTargets {
   uint32_t* blocks;      // [capacity]: blocks past capacity are counted, not written
   uint64_t capacity;
 };
-
-__device__ __forceinline__ unsigned long long load_published(const unsigned long long* p) {
-  return *reinterpret_cast<const volatile unsigned long long*>(p);
-}
-__device__ __forceinline__ void publish(unsigned long long* p, uint64_t flag_words, uint64_t blocks) {
-  reinterpret_cast<volatile unsigned long long*>(p)[1] = blocks + 1;
-  reinterpret_cast<volatile unsigned long long*>(p)[0] = flag_words + 1;
-}
-
-__device__ __forceinline__ uint64_t warp_sum64(uint64_t v) {
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-  return v;
-}
-
-// Counts of the chunks before `chunk`, the whole warp looking back 32 chunks at a time: lane l
-// reads chunk end - 1 - l, waits until it has published something, and the warp adds the
-// aggregates up to the nearest chunk that has published its total. Chunks are taken in order
-// by resident blocks, so every chunk waited on is being worked on.
-__device__ zeroblock::GroupOffset look_back(const LookBack& lb, uint64_t chunk) {
-  const uint32_t lane = threadIdx.x % 32;
-  zeroblock::GroupOffset before{0, 0};
-  for (uint64_t end = chunk; end > 0; end = end > 32 ? end - 32 : 0) {
-    const bool exists = lane < end;
-    const uint64_t j = exists ? end - 1 - lane : 0;
-    unsigned long long f = 0, b = 0;
-    bool total = false;
-    for (;;) {
-      bool ready = !exists;
-      if (exists) {
-        f = load_published(lb.inclusive + 2 * j), b = load_published(lb.inclusive + 2 * j + 1);
-        total = f && b;
-        if (!total) f = load_published(lb.aggregate + 2 * j), b = load_published(lb.aggregate + 2 * j + 1);
-        ready = f && b;
-      }
-      if (__all_sync(0xffffffffu, ready)) break;
-    }
-    const uint32_t totals = __ballot_sync(0xffffffffu, total);
-    const uint32_t counted = totals ? (2u << (__ffs(totals) - 1)) - 1u : 0xffffffffu;  // lanes up to the nearest total
-    const bool use = exists && (counted >> lane & 1u);
-    before.flag += warp_sum64(use ? f - 1 : 0);
-    before.block += warp_sum64(use ? b - 1 : 0);
-    if (totals) break;
-  }
-  return before;
-}
 
 // The carry (less than a chunk) in 16-byte words, each thread's loads issued together (a
 // chain of dependent round trips would hold the launch up), the ragged end as u16. `from` and
@@ -202,7 +148,7 @@ __global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t*
   const auto* words = reinterpret_cast<const uint32_t*>(window);
   if (blockIdx.x == 0) copy_carry(window, carry);
   for (;;) {
-    if (threadIdx.x == 0) chunk = first_chunk + atomicAdd(lb.next_chunk + first_chunk, 1u);
+    if (threadIdx.x == 0) chunk = lb.claim(first_chunk);
     __syncthreads();
     const uint64_t c = chunk;
     if (c >= end_chunk) return;  // uniform across the block
@@ -243,11 +189,11 @@ __global__ void __launch_bounds__(tile_block_threads) pack_kernel(const uint8_t*
       const uint32_t total_f = __shfl_sync(0xffffffffu, f, chunk_warps - 1);
       const uint32_t total_b = __shfl_sync(0xffffffffu, b, chunk_warps - 1);
       if (lane < chunk_warps) warp_flag_words[lane] = f - warp_flag_words[lane], warp_blocks[lane] = b - warp_blocks[lane];
-      if (lane == 0 && c > 0) publish(lb.aggregate + 2 * c, total_f, total_b);
-      const zeroblock::GroupOffset before = look_back(lb, c);
+      if (lane == 0 && c > 0) lb.publish_aggregate(c, {total_f, total_b});
+      const varlen::Counts<2> before = lb.exclusive_prefix(c);
       if (lane == 0) {
-        publish(lb.inclusive + 2 * c, before.flag + total_f, before.block + total_b);
-        chunk_start = before;
+        lb.publish_inclusive(c, {before.v[0] + total_f, before.v[1] + total_b});
+        chunk_start = {before.v[0], before.v[1]};
       }
     }
     __syncthreads();
@@ -338,7 +284,7 @@ DeviceEncoder::DeviceEncoder(uint64_t input_bytes, cudaStream_t stream, uint64_t
   const uint64_t tiles = layout_.groups;
   chunks_ = (tiles + chunk_tiles - 1) / chunk_tiles;
   capacity_ = std::min(capacity, layout_.words / 2);
-  const uint64_t state_words = 8 * chunks_ + chunks_;
+  const uint64_t state_words = 2 * LookBack::words(chunks_);
   bits_at_ = state_words;
   flags_at_ = bits_at_ + chunks_ * chunk_tiles / 32;
   blocks_at_ = flags_at_ + tiles + layout_.group_flag_words + tiles;
@@ -347,17 +293,14 @@ DeviceEncoder::DeviceEncoder(uint64_t input_bytes, cudaStream_t stream, uint64_t
 }
 
 const unsigned long long* DeviceEncoder::totals() const {
-  return chunks_ ? scratch_.as<unsigned long long>() + 2 * chunks_ + 2 * (chunks_ - 1) : nullptr;
+  return chunks_ ? scratch_.as<unsigned long long>() + LookBack::inclusive_word(chunks_, chunks_ - 1) : nullptr;
 }
 
 void DeviceEncoder::encode_chunks(uint64_t first, uint64_t end, const uint8_t* window, Carry carry,
                                   cudaStream_t stream) {
   if (first >= end) return;
   uint32_t* words = scratch_.as<uint32_t>();
-  LookBack lb;
-  lb.aggregate = scratch_.as<unsigned long long>();
-  lb.inclusive = lb.aggregate + 2 * chunks_;
-  lb.next_chunk = reinterpret_cast<unsigned int*>(lb.inclusive + 2 * chunks_);
+  const LookBack lb = LookBack::at(scratch_.as<unsigned long long>(), chunks_);
   PackTargets targets;
   targets.group_bits = reinterpret_cast<uint16_t*>(words + bits_at_);
   targets.flags = words + flags_at_;

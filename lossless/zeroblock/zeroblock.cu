@@ -1,4 +1,5 @@
-// CUDA backend of zero-block: the CPU's layout, placed by CUB scans instead of atomics.
+// CUDA backend of zero-block: the CPU's layout, placed by the shared scan (varlen/) instead of
+// atomics.
 //
 // Encode: `group_flags_kernel` gives each group one warp, lane b owning block b; a ballot
 // forms the group's 32 block flags (reads the input once). One scan over groups of
@@ -8,15 +9,12 @@
 // Decode: a scan over the group bits finds each group's flag word, `resolve_groups_kernel`
 // copies it into a dense per-group array (checking it), a scan over the popcounts gives each
 // group's first block; one warp per group then writes its blocks or zeros.
-#include <cub/device/device_scan.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-
 #include "core/error.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
 #include "runtime/cuda_check.cuh"
 #include "runtime/device_words.cuh"
 #include "runtime/launch.cuh"
+#include "varlen/scan.cuh"
 
 namespace fzg::zeroblock {
 
@@ -81,22 +79,6 @@ struct GroupTerm {
   }
 };
 
-struct AddOffsets {
-  __device__ GroupOffset operator()(const GroupOffset& a, const GroupOffset& b) const {
-    return {a.flag + b.flag, a.block + b.block};
-  }
-};
-
-// Exclusive scan of f(i) for i in [0, n] (f(n) = 0), so out[n] is the total.
-template <typename T, typename F, typename Op>
-void scan_with_total(F f, uint64_t n, T* out, Op op, T zero, cudaStream_t stream) {
-  auto values = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0), f);
-  size_t temp_bytes = 0;
-  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, temp_bytes, values, out, op, zero, n + 1, stream));
-  Buffer temp = Buffer::device(temp_bytes, stream);
-  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp.data(), temp_bytes, values, out, op, zero, n + 1, stream));
-}
-
 struct GroupBit {
   const uint32_t* bits;
   uint64_t groups;
@@ -107,10 +89,6 @@ struct DensePopCount {
   const uint32_t* group_flags;
   uint64_t groups;
   __device__ uint64_t operator()(uint64_t g) const { return g < groups ? __popc(group_flags[g]) : 0u; }
-};
-
-struct Plus {
-  __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a + b; }
 };
 
 // Decode step 2: each group's flag word, fetched once into a dense array, with the checks the
@@ -160,7 +138,7 @@ unsigned warps_grid(Kernel kernel, uint64_t groups) {
 }  // namespace
 
 GroupOffset plan_encode(const uint32_t* flags, uint64_t groups, GroupOffset* offsets, cudaStream_t stream) {
-  scan_with_total(GroupTerm{flags, groups}, groups, offsets, AddOffsets{}, GroupOffset{0, 0}, stream);
+  varlen::exclusive_scan(GroupTerm{flags, groups}, groups, offsets, GroupOffset{0, 0}, varlen::Plus{}, stream);
   return read_back(offsets + groups, stream);
 }
 
@@ -180,12 +158,12 @@ DecodePlan plan_decode(const uint32_t* input, uint64_t input_bytes, const Layout
   uint64_t* block_index = flag_index + L.groups + 1;
   uint64_t* totals = block_index + L.groups;  // [0] blocks (the scan's total), [1] bad, [2] set groups
   auto* group_flags = reinterpret_cast<uint32_t*>(totals + 3);
-  scan_with_total(GroupBit{input, L.groups}, L.groups, flag_index, Plus{}, uint64_t(0), stream);
+  varlen::exclusive_scan(GroupBit{input, L.groups}, L.groups, flag_index, uint64_t(0), varlen::Plus{}, stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(totals + 1, 0, sizeof(uint64_t), stream));
   resolve_groups_kernel<<<grid_for(L.groups, 256), 256, 0, stream>>>(input, block_flags, flag_index, L.groups, L.blocks,
                                                                       available, group_flags, totals);
   FZG_CUDA_CHECK_LAUNCH();
-  scan_with_total(DensePopCount{group_flags, L.groups}, L.groups, block_index, Plus{}, uint64_t(0), stream);
+  varlen::exclusive_scan(DensePopCount{group_flags, L.groups}, L.groups, block_index, uint64_t(0), varlen::Plus{}, stream);
   uint64_t t[3];
   FZG_CUDA_CHECK(cudaMemcpyAsync(t, totals, sizeof t, cudaMemcpyDeviceToHost, stream));
   FZG_CUDA_CHECK(cudaStreamSynchronize(stream));

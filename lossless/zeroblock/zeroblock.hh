@@ -34,6 +34,12 @@ struct Layout {
   uint64_t max_encoded_bytes() const { return 4 * (group_flag_words + groups + blocks * block_words); }
 };
 
+// Exclusive offsets of group g: its slot among flag words and its first slot among blocks.
+struct GroupOffset {
+  uint64_t flag, block;
+  constexpr GroupOffset operator+(const GroupOffset& o) const { return {flag + o.flag, block + o.block}; }
+};
+
 // Returns the encoded size; `output` holds at least layout.max_encoded_bytes().
 uint64_t encode_cpu(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, uint32_t* output);
 void decode_cpu(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,

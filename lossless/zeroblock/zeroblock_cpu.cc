@@ -5,6 +5,7 @@
 
 #include "core/error.hh"
 #include "lossless/zeroblock/zeroblock.hh"
+#include "varlen/scan.hh"
 
 namespace fzg::zeroblock {
 
@@ -38,25 +39,18 @@ uint32_t block_flags_of_group(const uint8_t* input, uint64_t input_bytes, const 
   return flags;
 }
 
-// Exclusive prefix sums over groups: where each group's flag word and first block go.
-struct GroupOffsets {
-  std::vector<uint64_t> flag_index, block_index;
-  uint64_t nonzero_groups = 0, nonzero_blocks = 0;
-};
-
+// Exclusive prefix sums over groups (offsets[groups] holds the totals): where each group's
+// flag word and first block go.
 template <typename FlagsOf>
-GroupOffsets scan_groups(uint64_t groups, FlagsOf flags_of) {
-  GroupOffsets o;
-  o.flag_index.resize(groups);
-  o.block_index.resize(groups);
-  for (uint64_t g = 0; g < groups; ++g) {
-    o.flag_index[g] = o.nonzero_groups;
-    o.block_index[g] = o.nonzero_blocks;
-    const uint32_t flags = flags_of(g);
-    o.nonzero_groups += flags != 0;
-    o.nonzero_blocks += uint64_t(__builtin_popcount(flags));
-  }
-  return o;
+std::vector<GroupOffset> scan_groups(uint64_t groups, FlagsOf flags_of) {
+  std::vector<GroupOffset> offsets(groups + 1);
+  varlen::exclusive_scan(
+      [&](uint64_t g) {
+        const uint32_t flags = flags_of(g);
+        return GroupOffset{flags != 0, uint64_t(__builtin_popcount(flags))};
+      },
+      groups, offsets.data());
+  return offsets;
 }
 
 }  // namespace
@@ -66,19 +60,20 @@ uint64_t encode_cpu(const uint8_t* input, uint64_t input_bytes, uint32_t block_w
   std::vector<uint32_t> flags(L.groups);
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < int64_t(L.groups); ++g) flags[g] = block_flags_of_group(input, input_bytes, L, uint64_t(g));
-  const GroupOffsets o = scan_groups(L.groups, [&](uint64_t g) { return flags[g]; });
+  const std::vector<GroupOffset> o = scan_groups(L.groups, [&](uint64_t g) { return flags[g]; });
+  const GroupOffset total = o[L.groups];
 
   uint32_t* group_flags = output;
   uint32_t* block_flags = group_flags + L.group_flag_words;
-  uint32_t* blocks = block_flags + o.nonzero_groups;
+  uint32_t* blocks = block_flags + total.flag;
   std::memset(group_flags, 0, 4 * L.group_flag_words);
   for (uint64_t g = 0; g < L.groups; ++g)
     if (flags[g]) group_flags[g / 32] |= 1u << (g % 32);
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < int64_t(L.groups); ++g) {
     if (!flags[g]) continue;
-    block_flags[o.flag_index[g]] = flags[g];
-    uint64_t next = o.block_index[g];
+    block_flags[o[g].flag] = flags[g];
+    uint64_t next = o[g].block;
     for (uint32_t b = 0; b < blocks_per_group; ++b) {
       if (!(flags[g] >> b & 1)) continue;
       const uint64_t block = uint64_t(g) * blocks_per_group + b;
@@ -87,7 +82,7 @@ uint64_t encode_cpu(const uint8_t* input, uint64_t input_bytes, uint32_t block_w
       ++next;
     }
   }
-  return 4 * (L.group_flag_words + o.nonzero_groups + o.nonzero_blocks * block_words);
+  return 4 * (L.group_flag_words + total.flag + total.block * block_words);
 }
 
 void decode_cpu(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,
@@ -101,7 +96,7 @@ void decode_cpu(const uint32_t* input, uint64_t input_bytes, uint32_t block_word
   // Unused bits must be clear: a set one would place a block outside the output.
   if (L.groups % 32) require_data((group_flags[L.group_flag_words - 1] >> (L.groups % 32)) == 0, "zero-block group flags");
   uint64_t seen_groups = 0;
-  const GroupOffsets o = scan_groups(L.groups, [&](uint64_t g) -> uint32_t {
+  const std::vector<GroupOffset> o = scan_groups(L.groups, [&](uint64_t g) -> uint32_t {
     if (!group_set(g)) return 0;
     require_data(seen_groups < available, "zero-block block flags");
     const uint32_t flags = block_flags[seen_groups++];
@@ -110,12 +105,13 @@ void decode_cpu(const uint32_t* input, uint64_t input_bytes, uint32_t block_word
     if (valid < blocks_per_group) require_data((flags >> valid) == 0, "zero-block block flags");
     return flags;
   });
-  require_data(available == o.nonzero_groups + o.nonzero_blocks * block_words, "zero-block stream size");
-  const uint32_t* blocks = block_flags + o.nonzero_groups;
+  const GroupOffset total = o[L.groups];
+  require_data(available == total.flag + total.block * block_words, "zero-block stream size");
+  const uint32_t* blocks = block_flags + total.flag;
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < int64_t(L.groups); ++g) {
-    const uint32_t flags = group_set(uint64_t(g)) ? block_flags[o.flag_index[g]] : 0;
-    uint64_t next = o.block_index[g];
+    const uint32_t flags = group_set(uint64_t(g)) ? block_flags[o[g].flag] : 0;
+    uint64_t next = o[g].block;
     for (uint32_t b = 0; b < blocks_per_group; ++b) {
       const uint64_t block = uint64_t(g) * blocks_per_group + b;
       if (block >= L.blocks) break;

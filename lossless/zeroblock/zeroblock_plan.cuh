@@ -7,11 +7,6 @@
 
 namespace fzg::zeroblock {
 
-// Exclusive offsets of group g: its slot among flag words and its first slot among blocks.
-struct GroupOffset {
-  uint64_t flag, block;
-};
-
 // Encode: from the groups' block-flag words, offsets[0..groups] (offsets[groups] holds the
 // totals, returned). One synchronization.
 GroupOffset plan_encode(const uint32_t* flags, uint64_t groups, GroupOffset* offsets, cudaStream_t stream);

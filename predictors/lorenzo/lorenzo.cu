@@ -9,7 +9,7 @@
 // Compression is two passes so that the outliers land in key order without atomics:
 //   1. encode: read T, write u16 code per value, count escapes and exacts per tile and in
 //      total (bytes per value: sizeof(T) read + 2 written). The host reads the totals.
-//   2. only when there are outliers: scan the per-tile counts (CUB), then `place_outliers`
+//   2. only when there are outliers: scan the per-tile counts (varlen/scan.cuh), then `place_outliers`
 //      revisits only the tiles that have outliers and writes them at their scanned offsets,
 //      in key order (a block scan).
 // In 3D a thread's eight points form one z-column (lane = x, warp = y), so the separable
@@ -20,9 +20,6 @@
 // value).
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
-#include <cub/device/device_scan.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
 
 #include "core/error.hh"
 #include "predictors/lorenzo/lorenzo.hh"
@@ -30,6 +27,7 @@
 #include "runtime/cuda_check.cuh"
 #include "runtime/launch.cuh"
 #include "runtime/timer.hh"
+#include "varlen/scan.cuh"
 
 namespace fzg::lorenzo {
 
@@ -48,6 +46,9 @@ struct Grid {
 
 struct CountPair {
   uint64_t escapes, exacts;
+  __host__ __device__ constexpr CountPair operator+(const CountPair& o) const {
+    return {escapes + o.escapes, exacts + o.exacts};
+  }
 };
 
 // A tile's escape and exact counts in one word (a tile has at most 2048 of each), so that one
@@ -537,22 +538,6 @@ struct TileCounts {
   __device__ CountPair operator()(uint64_t t) const { return t < tiles ? unpack_counts(packed[t]) : CountPair{0, 0}; }
 };
 
-struct AddPairs {
-  __device__ CountPair operator()(const CountPair& a, const CountPair& b) const {
-    return {a.escapes + b.escapes, a.exacts + b.exacts};
-  }
-};
-
-// Exclusive scan of the per-tile counts into 64-bit offsets[0, tiles].
-void scan_counts(const uint32_t* tile_counts, CountPair* offsets, uint64_t tiles, cudaStream_t stream) {
-  auto terms = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0), TileCounts{tile_counts, tiles});
-  size_t temp_bytes = 0;
-  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, temp_bytes, terms, offsets, AddPairs{}, CountPair{0, 0},
-                                                tiles + 1, stream));
-  Buffer temp = Buffer::device(temp_bytes, stream);
-  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp.data(), temp_bytes, terms, offsets, AddPairs{}, CountPair{0, 0},
-                                                tiles + 1, stream));
-}
 
 __global__ void write_counts_kernel(uint64_t* stream, uint64_t escapes, uint64_t exacts) {
   stream[0] = escapes;
@@ -640,7 +625,9 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
   const uint64_t tiles = grid_.tile_count();
   const uint32_t* tile_counts = reinterpret_cast<const uint32_t*>(counts_.as<unsigned long long>() + 2);
   Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream_);
-  scan_counts(tile_counts, offsets.as<CountPair>(), tiles, stream_);
+  // Where each tile's outliers go: the shared scan of the per-tile counts.
+  varlen::exclusive_scan(TileCounts{tile_counts, tiles}, tiles, offsets.as<CountPair>(), CountPair{0, 0}, varlen::Plus{},
+                         stream_);
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);

@@ -40,6 +40,7 @@ struct TileGrid {
 // Keys strictly increasing within each list.
 struct OutlierCounts {
   uint64_t escapes = 0, exacts = 0;
+  OutlierCounts operator+(const OutlierCounts& o) const { return {escapes + o.escapes, exacts + o.exacts}; }
 };
 static_assert(sizeof(OutlierCounts) == 16, "the stream's first 16 bytes are the counts");
 uint64_t outlier_stream_size(OutlierCounts counts, DType type);

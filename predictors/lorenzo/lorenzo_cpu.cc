@@ -10,6 +10,7 @@
 #include "core/error.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 #include "predictors/lorenzo/quantizer.hh"
+#include "varlen/scan.hh"
 
 namespace fzg::lorenzo {
 
@@ -90,26 +91,29 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
     const uint64_t first = grid.tile_count() * t / nt, last = grid.tile_count() * (t + 1) / nt;
     for (uint64_t tile = first; tile < last; ++tile) encode_tile(field, grid, tile, quant, codes, parts[t]);
   }
-  OutlierCounts counts;
-  for (const auto& p : parts) counts.escapes += p.escape_keys.size(), counts.exacts += p.exact_keys.size();
+  // Each thread's outliers go after those of the threads before it: the shared scan of their
+  // counts, then the copies in parallel.
+  std::vector<OutlierCounts> at(parts.size() + 1);
+  const OutlierCounts counts = varlen::exclusive_scan(
+      [&](uint64_t t) { return OutlierCounts{parts[t].escape_keys.size(), parts[t].exact_keys.size()}; },
+      parts.size(), at.data());
   Buffer stream = Buffer::host(outlier_stream_size(counts, dtype_of<T>()));
   uint8_t* out = stream.data();
   std::memcpy(out, &counts.escapes, 8);
   std::memcpy(out + 8, &counts.exacts, 8);
-  uint8_t* escape_keys = out + 16;
-  uint8_t* exact_keys = escape_keys + 8 * counts.escapes;
-  uint8_t* exact_values = exact_keys + 8 * counts.exacts;
-  uint8_t* escape_deltas = exact_values + sizeof(T) * counts.exacts;
-  for (const auto& p : parts) {
-    auto append = [](uint8_t*& dst, const auto& v) {
-      if (v.empty()) return;  // an empty vector's data() may be null
-      std::memcpy(dst, v.data(), v.size() * sizeof(v[0]));
-      dst += v.size() * sizeof(v[0]);
-    };
-    append(escape_keys, p.escape_keys);
-    append(exact_keys, p.exact_keys);
-    append(exact_values, p.exact_values);
-    append(escape_deltas, p.escape_deltas);
+  auto* escape_keys = reinterpret_cast<uint64_t*>(out + 16);
+  uint64_t* exact_keys = escape_keys + counts.escapes;
+  auto* exact_values = reinterpret_cast<T*>(exact_keys + counts.exacts);
+  auto* escape_deltas = reinterpret_cast<int32_t*>(exact_values + counts.exacts);
+  auto place = [](auto* dst, const auto& v) {
+    if (!v.empty()) std::memcpy(dst, v.data(), v.size() * sizeof(v[0]));  // an empty vector's data() may be null
+  };
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int t = 0; t < int(parts.size()); ++t) {
+    place(escape_keys + at[t].escapes, parts[t].escape_keys);
+    place(escape_deltas + at[t].escapes, parts[t].escape_deltas);
+    place(exact_keys + at[t].exacts, parts[t].exact_keys);
+    place(exact_values + at[t].exacts, parts[t].exact_values);
   }
   return stream;
 }

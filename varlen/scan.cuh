@@ -1,0 +1,30 @@
+// Exclusive scan with total on the device (CUB): the numbers varlen/scan.hh computes on the
+// CPU. Counts stay on the device; the caller reads the total back only when an allocation
+// depends on it.
+#pragma once
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "runtime/buffer.hh"
+#include "runtime/cuda_check.cuh"
+
+namespace fzg::varlen {
+
+// out[i] = term(0) op ... op term(i - 1) for i in [0, n], so out[n] is the total. `term` is a
+// device functor of the index, called for i in [0, n] (it returns `zero` at n).
+template <typename T, typename Term, typename Op>
+void exclusive_scan(Term term, uint64_t n, T* out, T zero, Op op, cudaStream_t stream) {
+  auto values = thrust::make_transform_iterator(thrust::counting_iterator<uint64_t>(0), term);
+  size_t temp_bytes = 0;
+  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, temp_bytes, values, out, op, zero, n + 1, stream));
+  Buffer temp = Buffer::device(temp_bytes, stream);
+  FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp.data(), temp_bytes, values, out, op, zero, n + 1, stream));
+}
+
+struct Plus {
+  template <typename T>
+  __device__ T operator()(const T& a, const T& b) const { return a + b; }
+};
+
+}  // namespace fzg::varlen

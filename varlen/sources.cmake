@@ -1,0 +1,2 @@
+# The shared variable-length layer: scans, look-back placement, the chunked-stream scaffold.
+fzg_sources(CPU CUDA)
