@@ -6,6 +6,7 @@
 #include "bitshuffle/bitshuffle.hh"
 #include "core/error.hh"
 #include "fusions/shuffle_pack/shuffle_pack.hh"
+#include "lossless/gpulz/gpulz.hh"
 #include "lossless/zeroblock/zeroblock.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 
@@ -17,6 +18,7 @@ const std::map<std::string, StageFactory>& factories() {
       {"lorenzo", make_lorenzo_stage},
       {"bitshuffle", make_bitshuffle_stage},
       {"zero-block", make_zeroblock_stage},
+      {"gpulz", make_gpulz_stage},
   };
   return table;
 }

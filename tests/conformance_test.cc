@@ -65,6 +65,10 @@ std::vector<StageCase> stage_cases() {
       {"zero-block", {{"block_words", 2}}},
       {"zero-block", {{"block_words", 4}}},
       {"zero-block", {{"block_words", 8}}},
+      {"gpulz", json::object()},
+      {"gpulz", {{"chunk", 256}, {"window", 255}, {"symbol", "1"}}},
+      {"gpulz", {{"chunk", 2048}, {"window", 32}, {"symbol", "4"}, {"min_match", 3}}},
+      {"gpulz", {{"chunk", 1024}, {"window", 128}, {"symbol", "auto"}}},
   };
 }
 

@@ -1,0 +1,92 @@
+// CPU reference of GPULZ: each chunk probed and parsed in turn (chunks in parallel, by the
+// chunked-stream scaffold), decoded token by token.
+#include <cstring>
+#include <vector>
+
+#include "core/error.hh"
+#include "lossless/gpulz/gpulz.hh"
+#include "lossless/gpulz/gpulz_parse.hh"
+#include "varlen/chunked_stream.hh"
+
+namespace fzg::gpulz {
+
+namespace {
+
+template <typename Sym>
+uint32_t encode_as(const Params& p, const uint8_t* in, uint32_t n, uint8_t* out, uint32_t capacity) {
+  const uint32_t m = n / sizeof(Sym);
+  std::vector<Sym> x(m);
+  if (m) std::memcpy(x.data(), in, m * sizeof(Sym));
+  std::vector<uint16_t> probes(m);
+  for (uint32_t i = 0; i < m; ++i) probes[i] = uint16_t(probe(x.data(), i, m, p.window));
+  std::vector<uint8_t> flags((m + 7) / 8);
+  return write_chunk(x.data(), m, probes.data(), min_match_of(p, sizeof(Sym)), in + m * sizeof(Sym),
+                     n % sizeof(Sym), out, capacity, flags.data());
+}
+
+class Coder final : public chunked::ChunkCoder {
+ public:
+  explicit Coder(const Params& p) : p_(p) {}
+  uint32_t chunk_bytes() const override { return p_.chunk_bytes; }
+
+  uint64_t encode_chunk(const uint8_t* in, uint32_t n, uint8_t* out, uint32_t capacity) const override {
+    if (p_.symbol) return encode_with(p_.symbol, in, n, out, capacity);
+    // Every width; the smallest code wins, the narrower on a tie.
+    uint64_t best = uint64_t(capacity) + 1;
+    std::vector<uint8_t> trial(capacity);
+    for (uint32_t S : {1u, 2u, 4u}) {
+      const uint64_t size = encode_with(S, in, n, trial.data(), capacity);
+      if (size < best) best = size, std::memcpy(out, trial.data(), size);
+    }
+    return best;
+  }
+
+  void decode_chunk(const uint8_t* in, uint32_t size, uint8_t* out, uint32_t n) const override {
+    ChunkShape s;
+    require_data(chunk_shape(in, size, n, s), "gpulz chunk header");
+    const uint32_t S = s.S, min_match = min_match_of(p_, S);
+    const uint8_t* flags = in + s.tokens_end;
+    uint32_t pos = header_bytes, o = 0;  // o: symbols written
+    for (uint32_t t = 0; t < s.tokens; ++t) {
+      if (flags[t / 8] >> (t % 8) & 1u) {
+        require_data(pos + 2 <= s.tokens_end, "gpulz tokens");
+        const uint32_t len = in[pos] + min_match, d = in[pos + 1] + 1u;
+        require_data(d <= o && len <= s.symbols - o, "gpulz match");
+        // Byte by byte, forwards: a source that overlaps the match repeats its last d symbols.
+        uint8_t* to = out + uint64_t(o) * S;
+        const uint8_t* from = to - uint64_t(d) * S;
+        for (uint32_t b = 0; b < len * S; ++b) to[b] = from[b];
+        pos += 2, o += len;
+      } else {
+        require_data(pos + S <= s.tokens_end && o < s.symbols, "gpulz literal");
+        std::memcpy(out + uint64_t(o) * S, in + pos, S);
+        pos += S, o += 1;
+      }
+    }
+    require_data(pos == s.tokens_end && o == s.symbols, "gpulz chunk size");
+    std::memcpy(out + uint64_t(s.symbols) * S, in + size - s.tail, s.tail);
+  }
+
+ private:
+  uint64_t encode_with(uint32_t S, const uint8_t* in, uint32_t n, uint8_t* out, uint32_t capacity) const {
+    if (n < S) return uint64_t(capacity) + 1;
+    switch (S) {
+      case 1: return encode_as<uint8_t>(p_, in, n, out, capacity);
+      case 2: return encode_as<uint16_t>(p_, in, n, out, capacity);
+      default: return encode_as<uint32_t>(p_, in, n, out, capacity);
+    }
+  }
+  Params p_;
+};
+
+}  // namespace
+
+Buffer encode_cpu(const Params& p, const uint8_t* input, uint64_t input_bytes) {
+  return chunked::encode_cpu(Coder(p), input, input_bytes);
+}
+
+void decode_cpu(const Params& p, const uint8_t* stream, uint64_t stream_bytes, uint8_t* output, uint64_t output_bytes) {
+  chunked::decode_cpu(Coder(p), stream, stream_bytes, output, output_bytes);
+}
+
+}  // namespace fzg::gpulz

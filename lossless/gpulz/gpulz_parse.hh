@@ -1,0 +1,96 @@
+// GPULZ's matching and parsing, written once for the CPU and the GPU (the format:
+// gpulz.hh). Matching: for each position i, `probe` looks at every distance d in
+// [1, min(window, i)] and takes the longest match up to probe_cap symbols, the smallest d among
+// equals; the probes are independent, so the GPU computes them a thread per position. Parsing
+// walks the chunk once: a probe of min_match or more is a match (extended past probe_cap from
+// its distance), unless the next position's probe is longer (lazy by one symbol); otherwise a
+// literal.
+#pragma once
+#include <cstdint>
+
+#include "runtime/portable.hh"
+
+namespace fzg::gpulz {
+
+constexpr uint32_t probe_cap = 16;     // symbols a probe compares at most
+constexpr uint32_t max_extra = 255;    // a match is at most min_match + 255 symbols
+constexpr uint32_t max_window = 255;
+constexpr uint32_t header_bytes = 3;   // S, T
+
+// A probe: its length (at most probe_cap) in bits 0-7, its distance in bits 8-15.
+template <typename Sym>
+FZG_HOST_DEVICE uint32_t probe(const Sym* x, uint32_t i, uint32_t m, uint32_t window) {
+  const uint32_t cap = m - i < probe_cap ? m - i : probe_cap;
+  const uint32_t farthest = window < i ? window : i;
+  uint32_t best = 0, best_d = 0;
+  for (uint32_t d = 1; d <= farthest; ++d) {
+    uint32_t len = 0;
+    while (len < cap && x[i + len] == x[i + len - d]) ++len;
+    if (len > best) {
+      best = len, best_d = d;
+      if (len == cap) break;
+    }
+  }
+  return best | best_d << 8;
+}
+
+// The code of chunk x[0, m) (S = sizeof(Sym)) and its tail, from every position's probe,
+// into out[0, capacity); `flags` has room for ceil(m / 8) bytes. Returns the size, or
+// capacity + 1 when the code would not fit.
+template <typename Sym>
+FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, const uint16_t* probes, uint32_t min_match,
+                                     const uint8_t* tail, uint32_t tail_bytes, uint8_t* out, uint32_t capacity,
+                                     uint8_t* flags) {
+  constexpr uint32_t S = sizeof(Sym);
+  const uint32_t max_len = min_match + max_extra;
+  uint32_t pos = header_bytes, t = 0;
+  for (uint32_t i = 0; i < m; ++t) {
+    uint32_t len = probes[i] & 0xffu;
+    const uint32_t d = probes[i] >> 8;
+    bool match = len >= min_match;
+    if (match && len < probe_cap && i + 1 < m && (probes[i + 1] & 0xffu) > len) match = false;
+    if (t % 8 == 0) flags[t / 8] = 0;
+    if (match) {
+      if (len == probe_cap)
+        while (len < max_len && i + len < m && x[i + len] == x[i + len - d]) ++len;
+      if (pos + 2 > capacity) return capacity + 1;
+      out[pos] = uint8_t(len - min_match);
+      out[pos + 1] = uint8_t(d - 1);
+      pos += 2;
+      flags[t / 8] |= uint8_t(1u << (t % 8));
+      i += len;
+    } else {
+      if (pos + S > capacity) return capacity + 1;
+      const Sym v = x[i];
+      for (uint32_t b = 0; b < S; ++b) out[pos + b] = uint8_t(v >> (8 * b));
+      pos += S;
+      i += 1;
+    }
+  }
+  const uint32_t flag_bytes = (t + 7) / 8;
+  if (pos + flag_bytes + tail_bytes > capacity) return capacity + 1;
+  out[0] = uint8_t(S);
+  out[1] = uint8_t(t), out[2] = uint8_t(t >> 8);
+  for (uint32_t b = 0; b < flag_bytes; ++b) out[pos + b] = flags[b];
+  for (uint32_t b = 0; b < tail_bytes; ++b) out[pos + flag_bytes + b] = tail[b];
+  return pos + flag_bytes + tail_bytes;
+}
+
+// A chunk's header, checked against its stored size: where its tokens end and its flags begin.
+struct ChunkShape {
+  uint32_t S, tokens, symbols, tail, tokens_end;
+};
+FZG_HOST_DEVICE bool chunk_shape(const uint8_t* in, uint32_t size, uint32_t n, ChunkShape& s) {
+  if (size < header_bytes) return false;
+  s.S = in[0];
+  if (s.S != 1 && s.S != 2 && s.S != 4) return false;
+  s.tokens = uint32_t(in[1]) | uint32_t(in[2]) << 8;
+  s.symbols = n / s.S, s.tail = n % s.S;
+  const uint32_t flag_bytes = (s.tokens + 7) / 8;
+  if (s.tokens > s.symbols || header_bytes + flag_bytes + s.tail > size) return false;
+  s.tokens_end = size - s.tail - flag_bytes;
+  // Flag bits past the last token are clear.
+  return s.tokens % 8 == 0 || (in[s.tokens_end + flag_bytes - 1] >> (s.tokens % 8)) == 0;
+}
+
+}  // namespace fzg::gpulz

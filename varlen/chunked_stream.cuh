@@ -1,0 +1,191 @@
+// The chunked-stream scaffold on the GPU (the layout: varlen/chunked_stream.hh). A coder's .cu
+// instantiates encode_cuda / decode_cuda with a device-side coder, a trivially copyable
+// struct with:
+//
+//   __host__ __device__ uint32_t chunk_bytes() const;
+//   static constexpr int encode_threads;             // a block per chunk
+//   __host__ __device__ uint32_t encode_shared_bytes() const;  // for encode_chunk
+//   __device__ uint32_t encode_chunk(const uint8_t* in, uint32_t n, uint8_t* out,
+//                                    uint32_t capacity, uint8_t* shared) const;
+//       called by every thread of the block; `out` is shared memory of `capacity` bytes;
+//       returns (to every thread) the size written, or any value above `capacity`
+//   __host__ __device__ uint32_t decode_shared_bytes() const;  // per warp, for decode_chunk
+//   __device__ bool decode_chunk(const uint8_t* in, uint32_t size, uint8_t* out, uint32_t n,
+//                                uint8_t* shared) const;
+//       called by one whole warp; `out` is shared memory for the chunk's n bytes; returns
+//       (to every lane) whether the chunk was consistent
+//
+// Encode is one pass: a block codes its chunk into shared memory and finds where the stored
+// bytes go by the shared look-back (varlen/lookback.cuh), so the input is read once and the
+// stream written once; one read-back gives the stream's size. Decode scans the table into
+// offsets on the device, decodes a chunk per warp and reads back one word: whether every
+// chunk was consistent.
+#pragma once
+#include <algorithm>
+
+#include "core/error.hh"
+#include "runtime/buffer.hh"
+#include "runtime/cuda_check.cuh"
+#include "runtime/launch.cuh"
+#include "varlen/chunked_stream.hh"
+#include "varlen/lookback.cuh"
+#include "varlen/scan.cuh"
+
+namespace fzg::chunked {
+
+// `count` bytes from `from` to `to` by the threads [0, threads) that call it (for coders too:
+// a chunk into shared memory).
+__device__ __forceinline__ void copy_bytes(uint8_t* to, const uint8_t* from, uint32_t count, uint32_t thread,
+                                           uint32_t threads) {
+  // Word copies where both ends share their alignment (the common case of a raw chunk at an
+  // aligned place), bytes otherwise.
+  if ((reinterpret_cast<uintptr_t>(to) & 3) == (reinterpret_cast<uintptr_t>(from) & 3)) {
+    const uint32_t head = std::min<uint32_t>(count, (4 - (reinterpret_cast<uintptr_t>(to) & 3)) & 3);
+    if (thread < head) to[thread] = from[thread];
+    const uint32_t words = (count - head) / 4;
+    auto* to_words = reinterpret_cast<uint32_t*>(to + head);
+    const auto* from_words = reinterpret_cast<const uint32_t*>(from + head);
+    for (uint32_t i = thread; i < words; i += threads) to_words[i] = from_words[i];
+    for (uint32_t i = head + 4 * words + thread; i < count; i += threads) to[i] = from[i];
+    return;
+  }
+  for (uint32_t i = thread; i < count; i += threads) to[i] = from[i];
+}
+
+namespace detail {
+
+using LookBack = varlen::LookBack<1>;
+
+template <typename Coder>
+__global__ void __launch_bounds__(Coder::encode_threads) encode_kernel(Coder coder, const uint8_t* __restrict__ input,
+                                                                       uint64_t input_bytes, uint64_t chunks,
+                                                                       LookBack lb, uint8_t* __restrict__ stream) {
+  extern __shared__ __align__(16) uint8_t shared[];
+  __shared__ uint64_t chunk, at;
+  __shared__ uint32_t stored;
+  const uint32_t C = coder.chunk_bytes();
+  uint8_t* staging = shared;
+  uint8_t* coder_shared = shared + (C + 15) / 16 * 16;
+  uint8_t* payload = stream + 4 * chunks;
+  for (;;) {
+    if (threadIdx.x == 0) chunk = lb.claim(0);
+    __syncthreads();
+    const uint64_t c = chunk;
+    if (c >= chunks) return;  // uniform across the block
+    const uint8_t* in = input + c * C;
+    const uint32_t n = chunk_size(input_bytes, C, c);
+    const uint32_t size = n > 1 ? coder.encode_chunk(in, n, staging, n - 1, coder_shared) : n;
+    const bool raw = size >= n;
+    if (threadIdx.x < 32) {
+      const uint32_t own = raw ? n : size;
+      if (threadIdx.x == 0 && c > 0) lb.publish_aggregate(c, {own});
+      const varlen::Counts<1> before = lb.exclusive_prefix(c);
+      if (threadIdx.x == 0) {
+        lb.publish_inclusive(c, {before.v[0] + own});
+        reinterpret_cast<uint32_t*>(stream)[c] = raw ? (n | raw_flag) : own;
+        at = before.v[0], stored = own;
+      }
+    }
+    __syncthreads();
+    copy_bytes(payload + at, raw ? in : staging, stored, threadIdx.x, blockDim.x);
+    __syncthreads();  // `chunk`, `at` and the staging are rewritten for the next chunk
+  }
+}
+
+struct StoredSize {
+  const uint32_t* table;
+  uint64_t chunks;
+  __device__ uint64_t operator()(uint64_t k) const { return k < chunks ? table[k] & ~raw_flag : 0; }
+};
+
+constexpr int decode_warps = 4;
+
+template <typename Coder>
+__global__ void __launch_bounds__(32 * decode_warps) decode_kernel(Coder coder, const uint8_t* __restrict__ stream,
+                                                                   uint64_t stream_bytes, const uint64_t* __restrict__ at,
+                                                                   uint64_t chunks, uint8_t* __restrict__ output,
+                                                                   uint64_t output_bytes, int* bad) {
+  extern __shared__ __align__(16) uint8_t shared[];
+  const uint32_t C = coder.chunk_bytes(), lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint32_t per_warp = (C + 15) / 16 * 16 + (coder.decode_shared_bytes() + 15) / 16 * 16;
+  uint8_t* staging = shared + warp * per_warp;
+  uint8_t* coder_shared = staging + (C + 15) / 16 * 16;
+  const auto* table = reinterpret_cast<const uint32_t*>(stream);
+  const uint8_t* payload = stream + 4 * chunks;
+  if (blockIdx.x == 0 && threadIdx.x == 0 && at[chunks] != stream_bytes - 4 * chunks) *bad = 1;
+  for (uint64_t c = blockIdx.x * uint64_t(decode_warps) + warp; c < chunks; c += uint64_t(gridDim.x) * decode_warps) {
+    const uint32_t entry = table[c], stored = entry & ~raw_flag, n = chunk_size(output_bytes, C, c);
+    const bool raw = entry & raw_flag;
+    bool ok = (raw ? stored == n : stored >= 1 && stored < n) && at[c] + stored <= stream_bytes - 4 * chunks;
+    uint8_t* out = output + c * C;
+    if (ok && raw) copy_bytes(out, payload + at[c], n, lane, 32);
+    if (ok && !raw) {
+      ok = coder.decode_chunk(payload + at[c], stored, staging, n, coder_shared);
+      __syncwarp();
+      if (ok) copy_bytes(out, staging, n, lane, 32);
+    }
+    if (!ok && lane == 0) *bad = 1;
+    __syncwarp();  // the staging is rewritten for the next chunk
+  }
+}
+
+template <typename Kernel>
+unsigned resident_grid_with_shared(Kernel kernel, int threads, uint32_t shared_bytes, uint64_t blocks_needed) {
+  if (shared_bytes > 48 * 1024)
+    FZG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes)));
+  int per_sm = 0;
+  FZG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes));
+  const uint64_t resident = uint64_t(multiprocessor_count()) * uint64_t(std::max(per_sm, 1));
+  return unsigned(std::max<uint64_t>(1, std::min(blocks_needed, resident)));
+}
+
+}  // namespace detail
+
+// The stream of `input_bytes` bytes on the device; one synchronization (its size).
+template <typename Coder>
+Buffer encode_cuda(const Coder& coder, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
+  const uint32_t C = coder.chunk_bytes();
+  const uint64_t K = chunk_count(input_bytes, C);
+  if (K == 0) return Buffer::device(0, stream);
+  using LB = detail::LookBack;
+  Buffer state = Buffer::device(8 * LB::words(K), stream);
+  FZG_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size(), stream));
+  Buffer out = Buffer::device(max_encoded_size(input_bytes, C), stream);
+  const uint32_t shared = (C + 15) / 16 * 16 + coder.encode_shared_bytes();
+  auto kernel = detail::encode_kernel<Coder>;
+  const unsigned grid = detail::resident_grid_with_shared(kernel, Coder::encode_threads, shared, K);
+  kernel<<<grid, Coder::encode_threads, shared, stream>>>(coder, input, input_bytes, K,
+                                                          LB::at(state.as<unsigned long long>(), K), out.data());
+  FZG_CUDA_CHECK_LAUNCH();
+  const uint64_t payload = read_back(state.as<unsigned long long>() + LB::inclusive_word(K, K - 1), stream) - 1;
+  return out.slice(0, 4 * K + payload);
+}
+
+// Fills the output's `output_bytes` bytes from the stream; one synchronization (whether every
+// chunk was consistent: corrupt_data when not).
+template <typename Coder>
+void decode_cuda(const Coder& coder, const uint8_t* stream_bytes_at, uint64_t stream_bytes, uint8_t* output,
+                 uint64_t output_bytes, cudaStream_t stream) {
+  const uint32_t C = coder.chunk_bytes();
+  check_stream(stream_bytes, output_bytes, C);
+  const uint64_t K = chunk_count(output_bytes, C);
+  if (K == 0) return;
+  // at[K + 1] | bad
+  Buffer scratch = Buffer::device(8 * (K + 2), stream);
+  uint64_t* at = scratch.as<uint64_t>();
+  int* bad = reinterpret_cast<int*>(at + K + 1);
+  FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream));
+  varlen::exclusive_scan(detail::StoredSize{reinterpret_cast<const uint32_t*>(stream_bytes_at), K}, K, at, uint64_t(0),
+                         varlen::Plus{}, stream);
+  const uint32_t per_warp = (C + 15) / 16 * 16 + (coder.decode_shared_bytes() + 15) / 16 * 16;
+  const uint32_t shared = detail::decode_warps * per_warp;
+  auto kernel = detail::decode_kernel<Coder>;
+  const unsigned grid = detail::resident_grid_with_shared(kernel, 32 * detail::decode_warps, shared,
+                                                          (K + detail::decode_warps - 1) / detail::decode_warps);
+  kernel<<<grid, 32 * detail::decode_warps, shared, stream>>>(coder, stream_bytes_at, stream_bytes, at, K, output,
+                                                              output_bytes, bad);
+  FZG_CUDA_CHECK_LAUNCH();
+  require_data(read_back(bad, stream) == 0, "chunked stream");
+}
+
+}  // namespace fzg::chunked
