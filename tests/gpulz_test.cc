@@ -1,0 +1,190 @@
+// GPULZ on its own: every (chunk, window, symbol) combination, the matches the format must
+// find (runs longer than the window, sources that overlap their match), raw chunks, odd
+// lengths, the format's own bytes, damage and parameters. The GPU's bytes are compared with
+// the CPU's wherever a device is present.
+#include <random>
+
+#include "core/error.hh"
+#include "core/registry.hh"
+#include "lossless/gpulz/gpulz.hh"
+#include "lossless/gpulz/gpulz_parse.hh"
+#include "test_util.hh"
+#include "varlen/chunked_stream.hh"
+
+namespace fzg {
+namespace {
+
+using nlohmann::json;
+
+std::vector<uint8_t> bytes_of(const Buffer& b) {
+  const Buffer host = b.location() == Location::device ? to_host(b, nullptr) : b;
+  return std::vector<uint8_t>(host.data(), host.data() + host.size());
+}
+
+// Encodes on the CPU, checks the round trip there and, with a device, that the GPU writes the
+// same bytes and decodes them back. Returns the stream.
+std::vector<uint8_t> round_trip(const gpulz::Params& p, const std::vector<uint8_t>& input) {
+  const Buffer in = testing::host_buffer(input);
+  const Buffer encoded = gpulz::encode_cpu(p, in.data(), in.size());
+  EXPECT_LE(encoded.size(), chunked::max_encoded_size(input.size(), p.chunk_bytes));
+  std::vector<uint8_t> back(input.size());
+  gpulz::decode_cpu(p, encoded.data(), encoded.size(), back.data(), back.size());
+  EXPECT_EQ(back, input);
+  std::vector<uint8_t> stream = bytes_of(encoded);
+  if (cuda_available()) {
+    const Buffer device_in = to_device(in, nullptr);
+    const Buffer device_encoded = gpulz::encode_cuda(p, device_in.data(), device_in.size(), nullptr);
+    EXPECT_EQ(bytes_of(device_encoded), stream) << "CPU and GPU streams differ";
+    Buffer device_back = Buffer::device(input.size(), nullptr);
+    gpulz::decode_cuda(p, device_encoded.data(), device_encoded.size(), device_back.data(), device_back.size(),
+                       nullptr);
+    EXPECT_EQ(bytes_of(device_back), input) << "GPU decode";
+  }
+  return stream;
+}
+
+// Lorenzo-like u16 codes: mostly near the centre code, runs of equal codes, rare outliers.
+std::vector<uint8_t> codes_like(uint64_t bytes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> out(bytes);
+  uint16_t run_code = 0;
+  for (uint64_t i = 0; i + 1 < bytes; i += 2) {
+    const uint64_t r = rng() % 100;
+    uint16_t code = r < 40 ? run_code : r < 90 ? uint16_t(rng() % 7) : uint16_t(rng());
+    if (r >= 95) run_code = uint16_t(rng() % 3);
+    out[i] = uint8_t(code), out[i + 1] = uint8_t(code >> 8);
+  }
+  if (bytes % 2) out[bytes - 1] = 0x5a;
+  return out;
+}
+
+std::vector<uint8_t> random_bytes(uint64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> out(n);
+  for (auto& b : out) b = uint8_t(rng());
+  return out;
+}
+
+gpulz::Params params(uint32_t chunk, uint32_t window, uint32_t symbol, uint32_t min_match = 0) {
+  gpulz::Params p;
+  p.chunk_bytes = chunk, p.window = window, p.symbol = symbol, p.min_match = min_match;
+  return p;
+}
+
+TEST(Gpulz, EveryChunkWindowAndSymbolRoundTripsAndShrinksCodes) {
+  const std::vector<uint8_t> codes = codes_like(3 * 16384 + 1001, 5);  // odd: a ragged chunk and a tail
+  for (uint32_t chunk : {2048u, 4096u, 8192u, 16384u})
+    for (uint32_t window : {32u, 64u, 128u, 255u})
+      for (uint32_t symbol : {1u, 2u, 4u, 0u}) {
+        SCOPED_TRACE("chunk " + std::to_string(chunk) + " window " + std::to_string(window) + " symbol " +
+                     std::to_string(symbol));
+        const std::vector<uint8_t> stream = round_trip(params(chunk, window, symbol), codes);
+        EXPECT_LT(stream.size(), codes.size());
+      }
+}
+
+TEST(Gpulz, AutoSymbolIsNeverWorseThanAFixedOne) {
+  const std::vector<uint8_t> codes = codes_like(40000, 9);
+  const uint64_t automatic = round_trip(params(4096, 64, 0), codes).size();
+  for (uint32_t symbol : {1u, 2u, 4u}) EXPECT_LE(automatic, round_trip(params(4096, 64, symbol), codes).size());
+}
+
+TEST(Gpulz, RunsLongerThanTheWindowCostAFewBytesPerChunk) {
+  const std::vector<uint8_t> zeros(8 * 4096, 0);
+  for (uint32_t symbol : {1u, 2u, 4u}) {
+    const std::vector<uint8_t> stream = round_trip(params(4096, 32, symbol), zeros);
+    // Per chunk: a literal, then matches of min_match + 255 symbols from one symbol back.
+    EXPECT_LT(stream.size(), 8 * 64u) << "symbol " << symbol;
+  }
+}
+
+TEST(Gpulz, MatchesOverlappingTheirSourceRepeatAPeriod) {
+  // A period of 3 symbols: after the first period, one match per 258 symbols from 3 back.
+  std::vector<uint8_t> periodic(4096);
+  for (size_t i = 0; i < periodic.size(); ++i) periodic[i] = uint8_t("xyz"[i % 3]);
+  const std::vector<uint8_t> stream = round_trip(params(4096, 64, 1), periodic);
+  EXPECT_LT(stream.size(), 60u);
+}
+
+TEST(Gpulz, IncompressibleChunksAreStoredRawBehindTheTable) {
+  const std::vector<uint8_t> noise = random_bytes(5 * 2048 + 77, 3);
+  const std::vector<uint8_t> stream = round_trip(params(2048, 255, 0), noise);
+  ASSERT_EQ(stream.size(), chunked::max_encoded_size(noise.size(), 2048));
+  for (uint64_t k = 0; k < 6; ++k) {
+    uint32_t entry;
+    std::memcpy(&entry, stream.data() + 4 * k, 4);
+    EXPECT_EQ(entry, chunked::raw_flag | chunked::chunk_size(noise.size(), 2048, k));
+  }
+  EXPECT_EQ(0, std::memcmp(stream.data() + 24, noise.data(), noise.size()));
+}
+
+TEST(Gpulz, OddLengthsRoundTrip) {
+  for (uint64_t n : {0, 1, 2, 3, 5, 7, 255, 256, 257, 4095, 4097, 8191})
+    for (uint32_t symbol : {1u, 2u, 4u, 0u}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " symbol " + std::to_string(symbol));
+      std::vector<uint8_t> input = codes_like(n, n);
+      round_trip(params(256, 64, symbol), input);
+      std::fill(input.begin(), input.end(), uint8_t(7));
+      round_trip(params(256, 64, symbol), input);
+    }
+}
+
+// A chunk written by hand from the format in gpulz.hh decodes to what the format says.
+TEST(Gpulz, TheFormatDecodesAsDocumented) {
+  // 21 bytes, S = 2: symbols "ab" "cd", then a match of 8 symbols from 2 back (overlapping
+  // its source: "abcd" four times), tail "z". Tokens: literal, literal, match; min_match
+  // auto = 2.
+  const std::vector<uint8_t> chunk = {2, 3, 0, 'a', 'b', 'c', 'd', 8 - 2, 2 - 1, 0b100, 'z'};
+  std::vector<uint8_t> stream = {uint8_t(chunk.size()), 0, 0, 0};
+  stream.insert(stream.end(), chunk.begin(), chunk.end());
+  std::vector<uint8_t> out(21);
+  const gpulz::Params p = params(256, 64, 2);
+  gpulz::decode_cpu(p, stream.data(), stream.size(), out.data(), out.size());
+  EXPECT_EQ(std::string(out.begin(), out.end()), "abcdabcdabcdabcdabcdz");
+  // The CPU's own code of these bytes is exactly this chunk.
+  EXPECT_EQ(round_trip(p, out), stream);
+}
+
+TEST(Gpulz, DamageIsCorruptData) {
+  const gpulz::Params p = params(256, 64, 2);
+  auto decode = [&](std::vector<uint8_t> chunk, uint64_t n) {
+    std::vector<uint8_t> stream = {uint8_t(chunk.size()), 0, 0, 0};
+    stream.insert(stream.end(), chunk.begin(), chunk.end());
+    std::vector<uint8_t> out(n);
+    try {
+      gpulz::decode_cpu(p, stream.data(), stream.size(), out.data(), n);
+    } catch (const Error& e) {
+      return e.code() == ErrorCode::corrupt_data ? "corrupt" : "other error";
+    }
+    return "ok";
+  };
+  // Valid: "ab", then a match of 10 symbols from 1 back (22 bytes).
+  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 8, 0, 0b10}, 22), "ok");
+  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 8, 1, 0b10}, 22), "corrupt");   // source before the chunk
+  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 9, 0, 0b10}, 22), "corrupt");   // past the chunk's end
+  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 7, 0, 0b10}, 22), "corrupt");   // short of the chunk's end
+  EXPECT_STREQ(decode({3, 2, 0, 'a', 'b', 8, 0, 0b10}, 22), "corrupt");   // no such symbol width
+  EXPECT_STREQ(decode({2, 3, 0, 'a', 'b', 8, 0, 0b10}, 22), "corrupt");   // a token too many
+  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 8, 0, 0b110}, 22), "corrupt");  // a flag past the tokens
+  EXPECT_STREQ(decode({2, 1, 0, 'a', 'b', 8, 0, 0b0}, 22), "corrupt");    // bytes left over
+}
+
+TEST(Gpulz, ParametersAreValidated) {
+  EXPECT_NO_THROW(make_stage("gpulz", {{"chunk", 8192}, {"window", 255}, {"symbol", 4}, {"min_match", 16}}));
+  EXPECT_NO_THROW(make_stage("gpulz", {{"symbol", "auto"}}));
+  for (const json& bad : {json{{"chunk", 3000}}, json{{"chunk", 128}}, json{{"chunk", 65536}}, json{{"window", 0}},
+                          json{{"window", 256}}, json{{"symbol", 3}}, json{{"symbol", "wide"}},
+                          json{{"min_match", 17}}, json{{"level", 2}}}) {
+    try {
+      make_stage("gpulz", bad);
+      ADD_FAILURE() << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_config) << bad.dump();
+    }
+  }
+  EXPECT_EQ(make_stage("gpulz", json::object())->params(),
+            json({{"chunk", 4096}, {"window", 64}, {"symbol", "2"}, {"min_match", 0}}));
+}
+
+}  // namespace
+}  // namespace fzg
