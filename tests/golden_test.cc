@@ -16,7 +16,12 @@ struct GoldenCase {
   DType dtype;
   std::vector<uint64_t> dims;
   ErrorBound bound;
+  std::string config;  // a shipped config in configs/, or empty for the default graph
 };
+
+Graph golden_graph(const GoldenCase& g) {
+  return g.config.empty() ? Graph::default_fz() : Graph::from_file(std::string(FZG_SOURCE_DIR) + "/configs/" + g.config);
+}
 
 template <typename T>
 Buffer exact_field(uint64_t n) {
@@ -45,8 +50,19 @@ const std::vector<GoldenCase>& golden_cases() {
       {"f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}},
       {"f32_1d_psnr50.fzg", DType::f32, {5000}, {ErrorMode::psnr, 50}},
       {"u16_1d_lossless.fzg", DType::u16, {3001}, {ErrorMode::lossless, 0}},
+      {"gpulz_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, "gpulz.json"},
+      {"fz-gpulz_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, "fz-gpulz.json"},
+      {"lossless-gpulz_u16_1d.fzg", DType::u16, {3001}, {ErrorMode::lossless, 0}, "lossless-gpulz.json"},
   };
   return cases;
+}
+
+// The cases written before format version 2 (tests/golden/v1): the default graph's.
+std::vector<GoldenCase> version_one_cases() {
+  std::vector<GoldenCase> old;
+  for (const GoldenCase& g : golden_cases())
+    if (g.config.empty()) old.push_back(g);
+  return old;
 }
 
 std::string golden_path(const std::string& file) { return std::string(FZG_TESTS_DIR) + "/golden/" + file; }
@@ -58,7 +74,7 @@ TEST_P(Golden, CompressionWritesThePinnedBytes) {
   const Buffer input = golden_input(g);
   CompressOptions options;
   options.bound = g.bound;
-  const Buffer file = compress(Graph::default_fz(), {input.data(), Location::host, g.dtype, Dims::make(g.dims)}, options);
+  const Buffer file = compress(golden_graph(g), {input.data(), Location::host, g.dtype, Dims::make(g.dims)}, options);
   const std::string path = golden_path(g.file);
   if (std::getenv("FZG_UPDATE_GOLDEN")) {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), std::streamsize(file.size()));
@@ -79,7 +95,9 @@ TEST_P(Golden, CompressionWritesThePinnedBytes) {
 
 // Version 1 files (tests/golden/v1, written by fzg 0.1 before chunking) still decode, to the
 // values a fresh round trip gives: one chunk, the same tiles, the same quantization.
-TEST_P(Golden, VersionOneFilesStillDecode) {
+class GoldenV1 : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(GoldenV1, VersionOneFilesStillDecode) {
   const GoldenCase& g = GetParam();
   std::ifstream in(std::string(FZG_TESTS_DIR) + "/golden/v1/" + g.file, std::ios::binary);
   ASSERT_TRUE(in) << "missing v1 golden file " << g.file;
@@ -100,12 +118,14 @@ TEST_P(Golden, VersionOneFilesStillDecode) {
   EXPECT_EQ(std::memcmp(old.data.data(), fresh.data.data(), input.size()), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, Golden, ::testing::ValuesIn(golden_cases()), [](const auto& info) {
+std::string golden_name(const ::testing::TestParamInfo<GoldenCase>& info) {
   std::string name = info.param.file.substr(0, info.param.file.size() - 4);
   for (auto& c : name)
     if (c == '-' || c == '.') c = '_';
   return name;
-});
+}
+INSTANTIATE_TEST_SUITE_P(Files, Golden, ::testing::ValuesIn(golden_cases()), golden_name);
+INSTANTIATE_TEST_SUITE_P(Files, GoldenV1, ::testing::ValuesIn(version_one_cases()), golden_name);
 
 }  // namespace
 }  // namespace fzg
