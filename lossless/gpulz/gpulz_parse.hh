@@ -43,13 +43,12 @@ FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, const uint16_t* p
                                      uint8_t* flags) {
   constexpr uint32_t S = sizeof(Sym);
   const uint32_t max_len = min_match + max_extra;
-  uint32_t pos = header_bytes, t = 0;
+  uint32_t pos = header_bytes, t = 0, bits = 0;  // bits: the flags of the current 8 tokens
   for (uint32_t i = 0; i < m; ++t) {
     uint32_t len = probes[i] & 0xffu;
     const uint32_t d = probes[i] >> 8;
     bool match = len >= min_match;
     if (match && len < probe_cap && i + 1 < m && (probes[i + 1] & 0xffu) > len) match = false;
-    if (t % 8 == 0) flags[t / 8] = 0;
     if (match) {
       if (len == probe_cap)
         while (len < max_len && i + len < m && x[i + len] == x[i + len - d]) ++len;
@@ -57,7 +56,7 @@ FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, const uint16_t* p
       out[pos] = uint8_t(len - min_match);
       out[pos + 1] = uint8_t(d - 1);
       pos += 2;
-      flags[t / 8] |= uint8_t(1u << (t % 8));
+      bits |= 1u << (t % 8);
       i += len;
     } else {
       if (pos + S > capacity) return capacity + 1;
@@ -66,7 +65,9 @@ FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, const uint16_t* p
       pos += S;
       i += 1;
     }
+    if (t % 8 == 7) flags[t / 8] = uint8_t(bits), bits = 0;
   }
+  if (t % 8) flags[t / 8] = uint8_t(bits);
   const uint32_t flag_bytes = (t + 7) / 8;
   if (pos + flag_bytes + tail_bytes > capacity) return capacity + 1;
   out[0] = uint8_t(S);
