@@ -183,7 +183,7 @@ TEST(Gpulz, ParametersAreValidated) {
     }
   }
   EXPECT_EQ(make_stage("gpulz", json::object())->params(),
-            json({{"chunk", 4096}, {"window", 64}, {"symbol", "2"}, {"min_match", 0}}));
+            json({{"chunk", 2048}, {"window", 64}, {"symbol", "2"}, {"min_match", 0}}));
 }
 
 }  // namespace

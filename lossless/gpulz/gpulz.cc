@@ -16,7 +16,7 @@ class GpulzStage final : public Stage {
     if (params.is_object() && params.contains("symbol") && params["symbol"].is_number_integer())
       params["symbol"] = std::to_string(params["symbol"].get<int64_t>());
     StageParams reader("gpulz", params);
-    p_.chunk_bytes = uint32_t(reader.integer("chunk", 4096, 256, 32768));
+    p_.chunk_bytes = uint32_t(reader.integer("chunk", 2048, 256, 32768));
     p_.window = uint32_t(reader.integer("window", 64, 1, gpulz::max_window));
     const std::string symbol = reader.choice("symbol", "2", {"1", "2", "4", "auto"});
     p_.symbol = symbol == "auto" ? 0 : uint32_t(std::stoul(symbol));

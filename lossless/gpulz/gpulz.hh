@@ -32,7 +32,7 @@ std::unique_ptr<Stage> make_gpulz_stage(const nlohmann::json& params);
 namespace gpulz {
 
 struct Params {
-  uint32_t chunk_bytes = 4096;
+  uint32_t chunk_bytes = 2048;
   uint32_t window = 64;     // symbols
   uint32_t symbol = 2;      // bytes; 0: auto (1, 2 and 4 tried per chunk)
   uint32_t min_match = 0;   // symbols; 0: auto
