@@ -131,7 +131,10 @@ __global__ void __launch_bounds__(32 * decode_warps) decode_kernel(Coder coder, 
 
 template <typename Kernel>
 unsigned resident_grid_with_shared(Kernel kernel, int threads, uint32_t shared_bytes, uint64_t blocks_needed) {
-  if (shared_bytes > 48 * 1024)
+  // Past 48 KiB of static and dynamic shared memory together a launch needs the opt-in.
+  cudaFuncAttributes attributes;
+  FZG_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  if (attributes.sharedSizeBytes + shared_bytes > 48 * 1024)
     FZG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes)));
   int per_sm = 0;
   FZG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes));
