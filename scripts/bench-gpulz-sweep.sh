@@ -4,7 +4,7 @@
 # changed). Prints the ratio of the f32 input (the codes' ratio is about half: 2 bytes per
 # value) and the GPULZ stage's own encode / decode GB/s of code bytes (per-stage timing run,
 # median of the repeats).
-#   bash scripts/bench-gpulz-sweep.sh [fzg] [field.f32 dims] [rel]   (a GPU)
+#   bash scripts/bench-gpulz-sweep.sh [fzg] [field.f32] [dims] [rel]   (a GPU; FZG_SWEEP_CHUNKS="2048 4096" for fewer)
 set -euo pipefail
 fzg=${1:-build-device/fzg}
 field=${2:-}
@@ -17,7 +17,7 @@ if [ -z "$field" ]; then
   "$fzg" gen --kind turbulent -l "$dims" -o "$field" >/dev/null
 fi
 printf '%-6s %-4s %-4s %7s %12s %12s\n' C W S ratio "lz enc GB/s" "lz dec GB/s"
-for C in 2048 4096 8192 16384; do
+for C in ${FZG_SWEEP_CHUNKS:-2048 4096 8192 16384}; do
   for W in 32 64 128 255; do
     for S in 1 2 4; do
       cat >"$dir/c.json" <<JSON

@@ -1,7 +1,12 @@
 // CUDA backend of GPULZ on the chunked-stream scaffold (varlen/chunked_stream.cuh).
-// Encode: a block per chunk; the chunk is loaded into shared memory, every position probed by
-// its own thread (the costly part, in parallel), then one thread parses (a walk over the
-// probes, cheap beside them) into the staging the scaffold places.
+// Encode: a block per chunk; the chunk is loaded into shared memory and probed a distance per
+// warp: for distance d, L_d(i) = x[i] == x[i - d] ? min(16, 1 + L_d(i + 1)) : 0 (the match
+// length `probe` compares at i), taken 32 positions at a time from the chunk's end, a ballot
+// of the equalities and a count of trailing ones per lane giving every L at once. Each
+// position keeps the greatest (L, -d) by a shared-memory atomicMax: exactly `probe`'s answer
+// (longest, nearest on a tie), without its per-lane loops of different lengths. Then one
+// thread parses (a walk over the probes, cheap beside them) into the staging the scaffold
+// places.
 // Decode: a warp per chunk, 32 tokens at a time: a ballot over the flags and a scan of the
 // token lengths give every token its input and output place at once; literals and matches
 // whose source lies before the round are copied by their own lanes together, a match whose
@@ -22,10 +27,10 @@ struct DeviceCoder {
   static constexpr int encode_threads = 128;
   __host__ __device__ uint32_t chunk_bytes() const { return p.chunk_bytes; }
 
-  // symbols | probes (a u16 per byte at most) | flags | a trial code (auto) | the result
+  // symbols | probes (a u32 per byte at most) | flags | a trial code (auto) | the result
   __host__ __device__ uint32_t encode_shared_bytes() const {
     const uint32_t C = p.chunk_bytes;
-    return align16(C) + align16(2 * C) + align16(C / 8 + 1) + (p.symbol ? 0 : align16(C)) + 16;
+    return align16(C) + align16(4 * C) + align16(C / 8 + 1) + (p.symbol ? 0 : align16(C)) + 16;
   }
   __host__ __device__ uint32_t decode_shared_bytes() const { return p.chunk_bytes; }
 
@@ -61,18 +66,50 @@ struct DeviceCoder {
   __device__ uint32_t encode_as(uint32_t n, uint8_t* out, uint32_t capacity, uint8_t* shared) const {
     const uint32_t C = p.chunk_bytes, m = n / sizeof(Sym);
     const auto* x = reinterpret_cast<const Sym*>(shared);
-    auto* probes = reinterpret_cast<uint16_t*>(shared + align16(C));
-    uint8_t* flags = shared + align16(C) + align16(2 * C);
+    auto* best = reinterpret_cast<uint32_t*>(shared + align16(C));
+    uint8_t* flags = shared + align16(C) + align16(4 * C);
     auto* result = reinterpret_cast<uint32_t*>(shared + encode_shared_bytes() - 16);
-    for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) probes[i] = uint16_t(probe(x, i, m, p.window));
-    __syncthreads();
+    probe_by_distance(x, m, best);
     if (threadIdx.x == 0)
-      *result = write_chunk(x, m, probes, min_match_of(p, sizeof(Sym)), shared + m * sizeof(Sym), n % sizeof(Sym), out,
-                            capacity, flags);
+      *result = write_chunk(x, m, [&](uint32_t i) { return probe_of(best[i]); }, min_match_of(p, sizeof(Sym)),
+                            shared + m * sizeof(Sym), n % sizeof(Sym), out, capacity, flags);
     __syncthreads();
     const uint32_t size = *result;
     __syncthreads();  // the result and the probes are rewritten by the next width
     return size;
+  }
+
+  // best[i]: the greatest (L, 255 - d) over the distances, packed as L << 8 | (255 - d), 0
+  // when nothing matches; probe_of turns it into `probe`'s L | d << 8.
+  __device__ static uint32_t probe_of(uint32_t packed) {
+    return packed ? (packed >> 8) | (255 - (packed & 0xffu)) << 8 : 0;
+  }
+
+  template <typename Sym>
+  __device__ void probe_by_distance(const Sym* x, uint32_t m, uint32_t* best) const {
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) best[i] = 0;
+    __syncthreads();
+    const uint32_t farthest = p.window < m ? p.window : (m ? m - 1 : 0);
+    for (uint32_t d = 1 + warp; d <= farthest; d += warps) {
+      // Positions [d, m) in windows of 32 from the end; `carry` is L at the window's end.
+      uint32_t carry = 0;
+      const uint32_t span = m - d, windows = (span + 31) / 32;
+      for (uint32_t w = windows; w-- > 0;) {
+        const uint32_t i = d + 32 * w + lane;
+        const bool inside = i < m;
+        const bool equal = inside && x[i] == x[i - d];
+        const uint32_t ones = __ballot_sync(0xffffffffu, equal) >> lane;  // bit k: position i + k equal
+        // The run of equalities from i: to the window's end it continues into `carry`.
+        const uint32_t run = ones == 0xffffffffu >> lane ? 32 - lane + carry : __ffs(~ones) - 1;
+        const uint32_t len = run < probe_cap ? run : probe_cap;
+        const uint32_t packed = len << 8 | (255 - d);
+        if (len) atomicMax(best + i, packed);
+        const uint32_t first = __shfl_sync(0xffffffffu, len, 0);
+        carry = first;
+      }
+    }
+    __syncthreads();
   }
 
   __device__ bool decode_chunk(const uint8_t* stored, uint32_t size, uint8_t* out, uint32_t n, uint8_t* shared) const {

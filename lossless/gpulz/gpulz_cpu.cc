@@ -20,7 +20,8 @@ uint32_t encode_as(const Params& p, const uint8_t* in, uint32_t n, uint8_t* out,
   std::vector<uint16_t> probes(m);
   for (uint32_t i = 0; i < m; ++i) probes[i] = uint16_t(probe(x.data(), i, m, p.window));
   std::vector<uint8_t> flags((m + 7) / 8);
-  return write_chunk(x.data(), m, probes.data(), min_match_of(p, sizeof(Sym)), in + m * sizeof(Sym),
+  return write_chunk(x.data(), m, [&](uint32_t i) -> uint32_t { return probes[i]; }, min_match_of(p, sizeof(Sym)),
+                     in + m * sizeof(Sym),
                      n % sizeof(Sym), out, capacity, flags.data());
 }
 

@@ -34,21 +34,22 @@ FZG_HOST_DEVICE uint32_t probe(const Sym* x, uint32_t i, uint32_t m, uint32_t wi
   return best | best_d << 8;
 }
 
-// The code of chunk x[0, m) (S = sizeof(Sym)) and its tail, from every position's probe,
-// into out[0, capacity); `flags` has room for ceil(m / 8) bytes. Returns the size, or
-// capacity + 1 when the code would not fit.
-template <typename Sym>
-FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, const uint16_t* probes, uint32_t min_match,
+// The code of chunk x[0, m) (S = sizeof(Sym)) and its tail, from every position's probe
+// (probe_at(i), as `probe` returns it), into out[0, capacity); `flags` has room for
+// ceil(m / 8) bytes. Returns the size, or capacity + 1 when the code would not fit.
+template <typename Sym, typename ProbeAt>
+FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, ProbeAt probe_at, uint32_t min_match,
                                      const uint8_t* tail, uint32_t tail_bytes, uint8_t* out, uint32_t capacity,
                                      uint8_t* flags) {
   constexpr uint32_t S = sizeof(Sym);
   const uint32_t max_len = min_match + max_extra;
   uint32_t pos = header_bytes, t = 0, bits = 0;  // bits: the flags of the current 8 tokens
   for (uint32_t i = 0; i < m; ++t) {
-    uint32_t len = probes[i] & 0xffu;
-    const uint32_t d = probes[i] >> 8;
+    const uint32_t here = probe_at(i);
+    uint32_t len = here & 0xffu;
+    const uint32_t d = here >> 8;
     bool match = len >= min_match;
-    if (match && len < probe_cap && i + 1 < m && (probes[i + 1] & 0xffu) > len) match = false;
+    if (match && len < probe_cap && i + 1 < m && (probe_at(i + 1) & 0xffu) > len) match = false;
     if (match) {
       if (len == probe_cap)
         while (len < max_len && i + len < m && x[i + len] == x[i + len - d]) ++len;
