@@ -4,7 +4,9 @@
 // length `probe` compares at i), taken 32 positions at a time from the chunk's end, a ballot
 // of the equalities and a count of trailing ones per lane giving every L at once. Each
 // position keeps the greatest (L, -d) by a shared-memory atomicMax: exactly `probe`'s answer
-// (longest, nearest on a tie), without its per-lane loops of different lengths. Then one
+// (longest, nearest on a tie), without its per-lane loops of different lengths. Lengths below
+// min_match are not kept (most of the atomics on noisy data): such a probe never changes the
+// parse, which takes a match only from min_match on and looks ahead only for a longer one. Then one
 // thread parses (a walk over the probes, cheap beside them) into the staging the scaffold
 // places.
 // Decode: a warp per chunk, 32 tokens at a time: a ballot over the flags and a scan of the
@@ -69,10 +71,11 @@ struct DeviceCoder {
     auto* best = reinterpret_cast<uint32_t*>(shared + align16(C));
     uint8_t* flags = shared + align16(C) + align16(4 * C);
     auto* result = reinterpret_cast<uint32_t*>(shared + encode_shared_bytes() - 16);
-    probe_by_distance(x, m, best);
+    const uint32_t min_match = min_match_of(p, sizeof(Sym));
+    probe_by_distance(x, m, min_match, best);
     if (threadIdx.x == 0)
-      *result = write_chunk(x, m, [&](uint32_t i) { return probe_of(best[i]); }, min_match_of(p, sizeof(Sym)),
-                            shared + m * sizeof(Sym), n % sizeof(Sym), out, capacity, flags);
+      *result = write_chunk(x, m, [&](uint32_t i) { return probe_of(best[i]); }, min_match, shared + m * sizeof(Sym),
+                            n % sizeof(Sym), out, capacity, flags);
     __syncthreads();
     const uint32_t size = *result;
     __syncthreads();  // the result and the probes are rewritten by the next width
@@ -86,7 +89,7 @@ struct DeviceCoder {
   }
 
   template <typename Sym>
-  __device__ void probe_by_distance(const Sym* x, uint32_t m, uint32_t* best) const {
+  __device__ void probe_by_distance(const Sym* x, uint32_t m, uint32_t min_match, uint32_t* best) const {
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) best[i] = 0;
     __syncthreads();
@@ -104,7 +107,7 @@ struct DeviceCoder {
         const uint32_t run = ones == 0xffffffffu >> lane ? 32 - lane + carry : __ffs(~ones) - 1;
         const uint32_t len = run < probe_cap ? run : probe_cap;
         const uint32_t packed = len << 8 | (255 - d);
-        if (len) atomicMax(best + i, packed);
+        if (len >= min_match) atomicMax(best + i, packed);
         const uint32_t first = __shfl_sync(0xffffffffu, len, 0);
         carry = first;
       }
