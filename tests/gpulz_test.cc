@@ -83,6 +83,23 @@ TEST(Gpulz, EveryChunkWindowAndSymbolRoundTripsAndShrinksCodes) {
       }
 }
 
+// The encoders probe a distance at a time; `probe`, one position over every distance, is the
+// definition they must agree with everywhere.
+TEST(Gpulz, ProbingByDistanceAnswersAsTheDefinition) {
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 300; ++trial) {
+    const uint32_t m = uint32_t(rng() % 400), window = std::vector<uint32_t>{1, 2, 7, 32, 64, 255}[rng() % 6];
+    const uint32_t alphabet = std::vector<uint32_t>{2, 3, 5, 256}[rng() % 4];
+    std::vector<uint16_t> x(m);
+    for (auto& v : x) v = rng() % 4 == 0 ? uint16_t(rng() % alphabet) : uint16_t(rng() % 2);
+    std::vector<uint32_t> best(m);
+    gpulz::probe_by_distance(x.data(), m, window, best.data());
+    for (uint32_t i = 0; i < m; ++i)
+      ASSERT_EQ(gpulz::probe_of(best[i]), gpulz::probe(x.data(), i, m, window))
+          << "m " << m << " window " << window << " position " << i;
+  }
+}
+
 TEST(Gpulz, AutoSymbolIsNeverWorseThanAFixedOne) {
   const std::vector<uint8_t> codes = codes_like(40000, 9);
   const uint64_t automatic = round_trip(params(4096, 64, 0), codes).size();

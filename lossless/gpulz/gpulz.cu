@@ -82,12 +82,7 @@ struct DeviceCoder {
     return size;
   }
 
-  // best[i]: the greatest (L, 255 - d) over the distances, packed as L << 8 | (255 - d), 0
-  // when nothing matches; probe_of turns it into `probe`'s L | d << 8.
-  __device__ static uint32_t probe_of(uint32_t packed) {
-    return packed ? (packed >> 8) | (255 - (packed & 0xffu)) << 8 : 0;
-  }
-
+  // best[i] as the CPU's probe_by_distance (gpulz_parse.hh) packs it.
   template <typename Sym>
   __device__ void probe_by_distance(const Sym* x, uint32_t m, uint32_t min_match, uint32_t* best) const {
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;

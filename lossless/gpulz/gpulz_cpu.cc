@@ -1,5 +1,5 @@
-// CPU reference of GPULZ: each chunk probed and parsed in turn (chunks in parallel, by the
-// chunked-stream scaffold), decoded token by token.
+// CPU reference of GPULZ: each chunk probed (a distance at a time, probe_by_distance) and
+// parsed in turn (chunks in parallel, by the chunked-stream scaffold), decoded token by token.
 #include <cstring>
 #include <vector>
 
@@ -17,12 +17,11 @@ uint32_t encode_as(const Params& p, const uint8_t* in, uint32_t n, uint8_t* out,
   const uint32_t m = n / sizeof(Sym);
   std::vector<Sym> x(m);
   if (m) std::memcpy(x.data(), in, m * sizeof(Sym));
-  std::vector<uint16_t> probes(m);
-  for (uint32_t i = 0; i < m; ++i) probes[i] = uint16_t(probe(x.data(), i, m, p.window));
+  std::vector<uint32_t> best(m);
+  probe_by_distance(x.data(), m, p.window, best.data());
   std::vector<uint8_t> flags((m + 7) / 8);
-  return write_chunk(x.data(), m, [&](uint32_t i) -> uint32_t { return probes[i]; }, min_match_of(p, sizeof(Sym)),
-                     in + m * sizeof(Sym),
-                     n % sizeof(Sym), out, capacity, flags.data());
+  return write_chunk(x.data(), m, [&](uint32_t i) { return probe_of(best[i]); }, min_match_of(p, sizeof(Sym)),
+                     in + m * sizeof(Sym), n % sizeof(Sym), out, capacity, flags.data());
 }
 
 class Coder final : public chunked::ChunkCoder {

@@ -7,6 +7,7 @@
 // literal.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "runtime/portable.hh"
 
@@ -32,6 +33,43 @@ FZG_HOST_DEVICE uint32_t probe(const Sym* x, uint32_t i, uint32_t m, uint32_t wi
     }
   }
   return best | best_d << 8;
+}
+
+// `probe` for every position of x[0, m) at once, a distance at a time: with
+// L_d(i) = x[i] == x[i - d] ? min(probe_cap, 1 + L_d(i + 1)) : 0 taken from the end, each
+// position keeps the greatest (L, -d), packed as L << 8 | (255 - d) in best[i] (0: nothing
+// matches); probe_of unpacks it. The same answers as `probe` (longest, nearest on a tie) with
+// one comparison per position and distance. The GPU runs the same recurrence a distance per
+// warp (gpulz.cu).
+FZG_HOST_DEVICE uint32_t probe_of(uint32_t packed) { return packed ? (packed >> 8) | (255 - (packed & 0xffu)) << 8 : 0; }
+
+template <typename Sym>
+inline void probe_by_distance(const Sym* x, uint32_t m, uint32_t window, uint32_t* best) {
+  // Positions from the end, every distance's L in `run` (L_d of the position after). The
+  // inner loop over distances has no dependence between iterations and reads the chunk
+  // backwards from i, so it reads a reversed copy forwards: it vectorizes.
+  uint32_t run[max_window + 1] = {};
+  Sym reversed_storage[2048];
+  std::vector<Sym> reversed_heap;
+  Sym* reversed = reversed_storage;
+  if (m > 2048) reversed_heap.resize(m), reversed = reversed_heap.data();
+  for (uint32_t j = 0; j < m; ++j) reversed[j] = x[m - 1 - j];
+  for (uint32_t i = m; i-- > 0;) {
+    const uint32_t farthest = window < i ? window : i;
+    const Sym xi = x[i];
+    const Sym* __restrict before = reversed + (m - 1 - i);  // before[d] = x[i - d]
+    uint32_t* __restrict lengths = run;
+    uint32_t top = 0;
+    for (int d = 1; d <= int(farthest); ++d) {
+      // Branch-free: masks instead of conditions.
+      const uint32_t next = lengths[d] < probe_cap ? lengths[d] + 1 : probe_cap;
+      const uint32_t len = next & (0u - uint32_t(uint32_t(before[d]) == uint32_t(xi)));
+      lengths[d] = len;
+      const uint32_t packed = (len << 8 | uint32_t(255 - d)) & (0u - uint32_t(len != 0));
+      top = packed > top ? packed : top;
+    }
+    best[i] = top;
+  }
 }
 
 // The code of chunk x[0, m) (S = sizeof(Sym)) and its tail, from every position's probe
