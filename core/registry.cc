@@ -7,6 +7,7 @@
 #include "core/error.hh"
 #include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/gpulz/gpulz.hh"
+#include "lossless/huffman/huffman.hh"
 #include "lossless/zeroblock/zeroblock.hh"
 #include "predictors/lorenzo/lorenzo.hh"
 
@@ -19,6 +20,7 @@ const std::map<std::string, StageFactory>& factories() {
       {"bitshuffle", make_bitshuffle_stage},
       {"zero-block", make_zeroblock_stage},
       {"gpulz", make_gpulz_stage},
+      {"huffman", make_huffman_stage},
   };
   return table;
 }

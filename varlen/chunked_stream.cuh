@@ -10,10 +10,13 @@
 //       called by every thread of the block; `out` is shared memory of `capacity` bytes;
 //       returns (to every thread) the size written, or any value above `capacity`
 //   __host__ __device__ uint32_t decode_shared_bytes() const;  // per warp, for decode_chunk
+//   static constexpr bool decode_staged;
 //   __device__ bool decode_chunk(const uint8_t* in, uint32_t size, uint8_t* out, uint32_t n,
 //                                uint8_t* shared) const;
-//       called by one whole warp; `out` is shared memory for the chunk's n bytes; returns
-//       (to every lane) whether the chunk was consistent
+//       called by one whole warp; `out` is the chunk's n bytes: in shared memory (copied out
+//       by the scaffold) when decode_staged, else the output itself (for a coder that writes
+//       its output in order, coalesced); returns (to every lane) whether the chunk was
+//       consistent
 //
 // Encode is one pass: a block codes its chunk into shared memory and finds where the stored
 // bytes go by the shared look-back (varlen/lookback.cuh), so the input is read once and the
@@ -100,6 +103,13 @@ struct StoredSize {
 
 constexpr int decode_warps = 4;
 
+// Shared memory per decoding warp: the staging (when the coder decodes into it) and the coder's.
+template <typename Coder>
+__host__ __device__ uint32_t decode_warp_bytes(const Coder& coder) {
+  const uint32_t staging = Coder::decode_staged ? (coder.chunk_bytes() + 15) / 16 * 16 : 0;
+  return staging + (coder.decode_shared_bytes() + 15) / 16 * 16;
+}
+
 template <typename Coder>
 __global__ void __launch_bounds__(32 * decode_warps) decode_kernel(Coder coder, const uint8_t* __restrict__ stream,
                                                                    uint64_t stream_bytes, const uint64_t* __restrict__ at,
@@ -107,9 +117,8 @@ __global__ void __launch_bounds__(32 * decode_warps) decode_kernel(Coder coder, 
                                                                    uint64_t output_bytes, int* bad) {
   extern __shared__ __align__(16) uint8_t shared[];
   const uint32_t C = coder.chunk_bytes(), lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const uint32_t per_warp = (C + 15) / 16 * 16 + (coder.decode_shared_bytes() + 15) / 16 * 16;
-  uint8_t* staging = shared + warp * per_warp;
-  uint8_t* coder_shared = staging + (C + 15) / 16 * 16;
+  uint8_t* staging = shared + warp * decode_warp_bytes(coder);
+  uint8_t* coder_shared = staging + (Coder::decode_staged ? (C + 15) / 16 * 16 : 0);
   const auto* table = reinterpret_cast<const uint32_t*>(stream);
   const uint8_t* payload = stream + 4 * chunks;
   if (blockIdx.x == 0 && threadIdx.x == 0 && at[chunks] != stream_bytes - 4 * chunks) *bad = 1;
@@ -120,9 +129,13 @@ __global__ void __launch_bounds__(32 * decode_warps) decode_kernel(Coder coder, 
     uint8_t* out = output + c * C;
     if (ok && raw) copy_bytes(out, payload + at[c], n, lane, 32);
     if (ok && !raw) {
-      ok = coder.decode_chunk(payload + at[c], stored, staging, n, coder_shared);
-      __syncwarp();
-      if (ok) copy_bytes(out, staging, n, lane, 32);
+      if constexpr (Coder::decode_staged) {
+        ok = coder.decode_chunk(payload + at[c], stored, staging, n, coder_shared);
+        __syncwarp();
+        if (ok) copy_bytes(out, staging, n, lane, 32);
+      } else {
+        ok = coder.decode_chunk(payload + at[c], stored, out, n, coder_shared);
+      }
     }
     if (!ok && lane == 0) *bad = 1;
     __syncwarp();  // the staging is rewritten for the next chunk
@@ -180,8 +193,7 @@ void decode_cuda(const Coder& coder, const uint8_t* stream_bytes_at, uint64_t st
   FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream));
   varlen::exclusive_scan(detail::StoredSize{reinterpret_cast<const uint32_t*>(stream_bytes_at), K}, K, at, uint64_t(0),
                          varlen::Plus{}, stream);
-  const uint32_t per_warp = (C + 15) / 16 * 16 + (coder.decode_shared_bytes() + 15) / 16 * 16;
-  const uint32_t shared = detail::decode_warps * per_warp;
+  const uint32_t shared = detail::decode_warps * detail::decode_warp_bytes(coder);
   auto kernel = detail::decode_kernel<Coder>;
   const unsigned grid = detail::resident_grid_with_shared(kernel, 32 * detail::decode_warps, shared,
                                                           (K + detail::decode_warps - 1) / detail::decode_warps);

@@ -35,6 +35,7 @@ struct DeviceCoder {
     return align16(C) + align16(4 * C) + align16(C / 8 + 1) + (p.symbol ? 0 : align16(C)) + 16;
   }
   __host__ __device__ uint32_t decode_shared_bytes() const { return p.chunk_bytes; }
+  static constexpr bool decode_staged = true;  // matches read back what the chunk wrote
 
   __device__ uint32_t encode_chunk(const uint8_t* in, uint32_t n, uint8_t* out, uint32_t capacity,
                                    uint8_t* shared) const {
