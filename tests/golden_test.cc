@@ -46,13 +46,15 @@ Buffer golden_input(const GoldenCase& g) {
 
 const std::vector<GoldenCase>& golden_cases() {
   static const std::vector<GoldenCase> cases = {
-      {"f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}},
-      {"f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}},
-      {"f32_1d_psnr50.fzg", DType::f32, {5000}, {ErrorMode::psnr, 50}},
-      {"u16_1d_lossless.fzg", DType::u16, {3001}, {ErrorMode::lossless, 0}},
+      {"f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, ""},
+      {"f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, ""},
+      {"f32_1d_psnr50.fzg", DType::f32, {5000}, {ErrorMode::psnr, 50}, ""},
+      {"u16_1d_lossless.fzg", DType::u16, {3001}, {ErrorMode::lossless, 0}, ""},
       {"gpulz_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, "gpulz.json"},
       {"fz-gpulz_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, "fz-gpulz.json"},
       {"lossless-gpulz_u16_1d.fzg", DType::u16, {3001}, {ErrorMode::lossless, 0}, "lossless-gpulz.json"},
+      {"cusz_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, "cusz.json"},
+      {"ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, "ratio.json"},
   };
   return cases;
 }
