@@ -3,8 +3,8 @@
 #
 #   bash fuzz/make_corpus.sh [OUTPUT_DIR]
 #
-# FZG=path/to/fzg selects the CLI (default build-fuzz-cli/fzg, configured and built here,
-# CPU only, when missing). The inputs are deterministic (fzg gen with fixed seeds, and raw
+# FZG=path/to/fzg selects the CLI (default build-fuzz-cli/fzg, configured when missing and
+# brought up to date here, CPU only: a stale CLI would not know the newest stages). The inputs are deterministic (fzg gen with fixed seeds, and raw
 # values written by python3), so the same library writes the same corpus. Every file is
 # checked to decompress before it is kept; identical files are kept once.
 #
@@ -28,17 +28,15 @@ out="${1:-$here/corpus/decompress}"
 
 if [[ -z "${FZG:-}" ]]; then
   FZG="$root/build-fuzz-cli/fzg"
-  if [[ ! -x "$FZG" ]]; then
+  [[ -f "$root/build-fuzz-cli/CMakeCache.txt" ]] ||
     cmake -S "$root" -B "$root/build-fuzz-cli" -G Ninja -DFZG_CUDA=OFF -DFZG_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$root/build-fuzz-cli" --target fzg -j2
-  fi
+  cmake --build "$root/build-fuzz-cli" --target fzg -j2 >/dev/null
 fi
 [[ -x "$FZG" ]] || { echo "make_corpus.sh: no fzg CLI at $FZG" >&2; exit 1; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
-find "$out" -maxdepth 1 -name '*.fzg' ! -name 'v1-*' -delete
 if [[ "$(cd "$out" && pwd)" != "$here/corpus/decompress" ]]; then
   cp "$here"/corpus/decompress/v1-*.fzg "$out"/
 fi
@@ -346,7 +344,9 @@ for f in "$work"/crafted-*.fzg; do "$FZG" info "$f" >/dev/null; done
 "$FZG" decompress -i "$work/crafted-raw-chunk-u8-1d-lossless.fzg" -o "$work/check.out" --device cpu
 cmp "$work/check.out" "$work/mixed-480.u8"
 
-# Keep one file of each content, named after the first seed that made it.
+# Every seed was made: replace the old ones, keeping one file of each content, named after the
+# first seed that made it.
+find "$out" -maxdepth 1 -name '*.fzg' ! -name 'v1-*' -delete
 kept=0
 declare -A seen=()
 for f in $(ls "$work"/*.fzg | sort); do
