@@ -6,7 +6,10 @@
 // Decode: a warp per chunk, every lane walking its own lane by L-bit table lookups, symbol j
 // of the chunk written by lane j % 32, so each step's 32 symbols are written together.
 #include <cub/device/device_histogram.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.hh"
@@ -18,9 +21,17 @@ namespace fzg::huffman {
 
 namespace {
 
+// Symbols and stores by bytes: a stage's input or output may start at any byte (a u8 field's
+// chunk of odd rows), so no 16-bit access is assumed aligned; a warp still reads 64
+// consecutive bytes.
 __device__ __forceinline__ uint32_t load_symbol(const uint8_t* in, uint32_t j, uint32_t S) {
-  return S == 1 ? in[j] : reinterpret_cast<const uint16_t*>(in)[j];
+  return S == 1 ? in[j] : uint32_t(in[2 * j]) | uint32_t(in[2 * j + 1]) << 8;
 }
+
+struct SymbolAt {
+  const uint8_t* in;
+  __device__ uint32_t operator()(int64_t j) const { return uint32_t(in[2 * j]) | uint32_t(in[2 * j + 1]) << 8; }
+};
 
 // A little-endian u32 at any byte address (a chunk's stored bytes start anywhere).
 __device__ __forceinline__ uint32_t load_u32(const uint8_t* p) {
@@ -101,8 +112,8 @@ struct DeviceCoder {
         symbol = uint32_t(buffer & ((1u << (8 * S)) - 1));
         buffer >>= 8 * S, held -= 8 * S, consumed += 8 * S;
       }
-      if (S == 1) out[j] = uint8_t(symbol);
-      else reinterpret_cast<uint16_t*>(out)[j] = uint16_t(symbol);  // the chunk's output is 2-byte aligned
+      out[S * j] = uint8_t(symbol);
+      if (S == 2) out[2 * j + 1] = uint8_t(symbol >> 8);
     }
     // Exactly the words the lane's bits need, the last one's unused bits zero.
     ok = ok && (consumed + 31) / 32 == words;
@@ -114,29 +125,34 @@ struct DeviceCoder {
   }
 };
 
-// Counts of every S-byte symbol in the input (its first input_bytes / S symbols).
+// Counts of every S-byte symbol in the input (its first input_bytes / S symbols), CUB's
+// histogram over pieces of under 2^31 symbols (its counters are 32-bit) added on the host.
 std::vector<uint64_t> histogram(const Params& p, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
   const uint32_t alphabet = 1u << (8 * p.symbol_bytes);
-  const int64_t m = int64_t(input_bytes / p.symbol_bytes);
+  const uint64_t m = input_bytes / p.symbol_bytes;
   std::vector<uint64_t> counts(alphabet, 0);
   if (m == 0) return counts;
-  if (m >= (int64_t(1) << 31)) fail(ErrorCode::invalid_argument, "huffman: a chunk of 2^31 symbols or more");
   Buffer device_counts = Buffer::device(4 * uint64_t(alphabet), stream);
-  size_t temp_bytes = 0;
-  auto run = [&](void* temp) {
-    if (p.symbol_bytes == 1)
-      return cub::DeviceHistogram::HistogramEven(temp, temp_bytes, input, device_counts.as<unsigned int>(),
-                                                 int(alphabet + 1), 0, int(alphabet), m, stream);
-    return cub::DeviceHistogram::HistogramEven(temp, temp_bytes, reinterpret_cast<const uint16_t*>(input),
-                                               device_counts.as<unsigned int>(), int(alphabet + 1), 0, int(alphabet), m,
-                                               stream);
-  };
-  FZG_CUDA_CHECK(run(nullptr));
-  Buffer temp = Buffer::device(temp_bytes, stream);
-  FZG_CUDA_CHECK(run(temp.data()));
   std::vector<unsigned int> narrow(alphabet);
-  copy_bytes(narrow.data(), Location::host, device_counts.data(), Location::device, 4 * uint64_t(alphabet), stream);
-  for (uint32_t s = 0; s < alphabet; ++s) counts[s] = narrow[s];
+  constexpr uint64_t piece = uint64_t(1) << 30;
+  for (uint64_t first = 0; first < m; first += piece) {
+    const int64_t count = int64_t(std::min(piece, m - first));
+    const uint8_t* from = input + first * p.symbol_bytes;
+    size_t temp_bytes = 0;
+    auto run = [&](void* temp) {
+      if (p.symbol_bytes == 1)
+        return cub::DeviceHistogram::HistogramEven(temp, temp_bytes, from, device_counts.as<unsigned int>(),
+                                                   int(alphabet + 1), 0, int(alphabet), count, stream);
+      const auto symbols = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), SymbolAt{from});
+      return cub::DeviceHistogram::HistogramEven(temp, temp_bytes, symbols, device_counts.as<unsigned int>(),
+                                                 int(alphabet + 1), 0, int(alphabet), count, stream);
+    };
+    FZG_CUDA_CHECK(run(nullptr));
+    Buffer temp = Buffer::device(temp_bytes, stream);
+    FZG_CUDA_CHECK(run(temp.data()));
+    copy_bytes(narrow.data(), Location::host, device_counts.data(), Location::device, 4 * uint64_t(alphabet), stream);
+    for (uint32_t s = 0; s < alphabet; ++s) counts[s] += narrow[s];
+  }
   return counts;
 }
 
