@@ -16,33 +16,13 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<uint8_t> bytes_of(const Buffer& b) {
-  const Buffer host = b.location() == Location::device ? to_host(b, nullptr) : b;
-  return std::vector<uint8_t>(host.data(), host.data() + host.size());
-}
-
-// Encodes on the CPU, checks the round trip there and, with a device, that the GPU writes the
-// same bytes and decodes them back. Returns the stream.
+// The stage with these parameters on both backends (testing::byte_stage_round_trip).
 std::vector<uint8_t> round_trip(const gpulz::Params& p, const std::vector<uint8_t>& input) {
-  const Buffer in = testing::host_buffer(input);
-  const Buffer encoded = gpulz::encode_cpu(p, in.data(), in.size());
-  EXPECT_LE(encoded.size(), chunked::max_encoded_size(input.size(), p.chunk_bytes));
-  std::vector<uint8_t> back(input.size());
-  gpulz::decode_cpu(p, encoded.data(), encoded.size(), back.data(), back.size());
-  EXPECT_EQ(back, input);
-  std::vector<uint8_t> stream = bytes_of(encoded);
-#ifdef FZG_HAVE_CUDA  // the CUDA entry points exist only in CUDA builds
-  if (cuda_available()) {
-    const Buffer device_in = to_device(in, nullptr);
-    const Buffer device_encoded = gpulz::encode_cuda(p, device_in.data(), device_in.size(), nullptr);
-    EXPECT_EQ(bytes_of(device_encoded), stream) << "CPU and GPU streams differ";
-    Buffer device_back = Buffer::device(input.size(), nullptr);
-    gpulz::decode_cuda(p, device_encoded.data(), device_encoded.size(), device_back.data(), device_back.size(),
-                       nullptr);
-    EXPECT_EQ(bytes_of(device_back), input) << "GPU decode";
-  }
-#endif
-  return stream;
+  const auto stage = make_stage("gpulz", {{"chunk", p.chunk_bytes},
+                                          {"window", p.window},
+                                          {"symbol", p.symbol ? std::to_string(p.symbol) : "auto"},
+                                          {"min_match", p.min_match}});
+  return testing::byte_stage_round_trip(*stage, input);
 }
 
 // Lorenzo-like u16 codes: mostly near the centre code, runs of equal codes, rare outliers.

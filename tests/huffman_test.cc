@@ -16,31 +16,11 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<uint8_t> bytes_of(const Buffer& b) {
-  const Buffer host = b.location() == Location::device ? to_host(b, nullptr) : b;
-  return std::vector<uint8_t>(host.data(), host.data() + host.size());
-}
-
+// The stage with these parameters on both backends (testing::byte_stage_round_trip).
 std::vector<uint8_t> round_trip(const huffman::Params& p, const std::vector<uint8_t>& input) {
-  const Buffer in = testing::host_buffer(input);
-  const Buffer encoded = huffman::encode_cpu(p, in.data(), in.size());
-  EXPECT_LE(encoded.size(), huffman::max_encoded_size(p, input.size()));
-  std::vector<uint8_t> back(input.size());
-  huffman::decode_cpu(p, encoded.data(), encoded.size(), back.data(), back.size());
-  EXPECT_EQ(back, input);
-  std::vector<uint8_t> stream = bytes_of(encoded);
-#ifdef FZG_HAVE_CUDA  // the CUDA entry points exist only in CUDA builds
-  if (cuda_available()) {
-    const Buffer device_in = to_device(in, nullptr);
-    const Buffer device_encoded = huffman::encode_cuda(p, device_in.data(), device_in.size(), nullptr);
-    EXPECT_EQ(bytes_of(device_encoded), stream) << "CPU and GPU streams differ";
-    Buffer device_back = Buffer::device(input.size(), nullptr);
-    huffman::decode_cuda(p, device_encoded.data(), device_encoded.size(), device_back.data(), device_back.size(),
-                         nullptr);
-    EXPECT_EQ(bytes_of(device_back), input) << "GPU decode";
-  }
-#endif
-  return stream;
+  const auto stage =
+      make_stage("huffman", {{"symbol", p.symbol_bytes}, {"chunk", p.chunk_bytes}, {"max_length", p.max_length}});
+  return testing::byte_stage_round_trip(*stage, input);
 }
 
 huffman::Params params(uint32_t symbol, uint32_t chunk = 16384, uint32_t max_length = 12) {
