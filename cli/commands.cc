@@ -641,6 +641,7 @@ int run_eval(const EvalArgs& a) {
   Progress measuring("measuring errors and the FZ-GPU format ratio", ProgressUnit::time);
   const Metrics m = compare_fields(field.data, out.data.data(), field.dtype, field.dims.count(),
                                    out.header.quant.error_bound);
+  const double structural_similarity = ssim(field.data, out.data.data(), field.dtype, field.dims);
   const double bytes = double(field.size_bytes());
   const double ratio = bytes / double(file.size());
   const double c_gbs = bytes / (median(compress_ms) * 1e6), d_gbs = bytes / (median(decompress_ms) * 1e6);
@@ -665,6 +666,9 @@ int run_eval(const EvalArgs& a) {
                            {"bits_per_value", 8.0 * double(file.size()) / double(field.dims.count())},
                            {"psnr_db", m.psnr},
                            {"nrmse", m.nrmse},
+                           {"ssim", structural_similarity},
+                           {"pearson", m.pearson},
+                           {"error_autocorrelation", m.error_autocorrelation},
                            {"max_abs_error", m.max_abs_error},
                            {"max_rel_error", m.max_rel_error},
                            {"violations", m.violations},
@@ -692,6 +696,8 @@ int run_eval(const EvalArgs& a) {
                   "outliers)\n",
                   fzgpu_ratio);
     std::printf("  PSNR           %.2f dB   NRMSE %.3g\n", m.psnr, m.nrmse);
+    std::printf("  SSIM           %.6f   Pearson %.6f   error lag-1 autocorrelation %.3f\n", structural_similarity,
+                m.pearson, m.error_autocorrelation);
     if (lossless)
       std::printf("  exact          %s\n", m.violations ? "NO: the round trip changed the bytes" : "yes, byte for byte");
     else
