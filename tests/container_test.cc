@@ -17,22 +17,12 @@ Buffer sample_file(DType t = DType::f32) {
   return compress(Graph::default_fz(), {field.data(), Location::host, t, d}, options);
 }
 
+using testing::expect_error;
+
 Buffer copy_of(const Buffer& b, size_t size) {
   Buffer c = Buffer::host(size);
   std::memcpy(c.data(), b.data(), std::min(size, b.size()));
   return c;
-}
-
-// `call` must throw fzg's Error with `code` and a message that names `fragment`.
-template <typename Call>
-void expect_error(Call call, ErrorCode code, const std::string& fragment) {
-  try {
-    call();
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code);
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 TEST(Container, HeaderRecordsTheRequest) {

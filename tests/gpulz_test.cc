@@ -146,26 +146,25 @@ TEST(Gpulz, TheFormatDecodesAsDocumented) {
 
 TEST(Gpulz, DamageIsCorruptData) {
   const gpulz::Params p = params(256, 64, 2);
-  auto decode = [&](std::vector<uint8_t> chunk, uint64_t n) {
-    std::vector<uint8_t> stream = {uint8_t(chunk.size()), 0, 0, 0};
-    stream.insert(stream.end(), chunk.begin(), chunk.end());
-    std::vector<uint8_t> out(n);
-    try {
-      gpulz::decode_cpu(p, stream.data(), stream.size(), out.data(), n);
-    } catch (const Error& e) {
-      return e.code() == ErrorCode::corrupt_data ? "corrupt" : "other error";
-    }
-    return "ok";
+  // A chunked stream of one coded chunk of 22 bytes.
+  auto decode = [&](std::vector<uint8_t> chunk) {
+    return [&p, chunk] {
+      std::vector<uint8_t> stream = {uint8_t(chunk.size()), 0, 0, 0};
+      stream.insert(stream.end(), chunk.begin(), chunk.end());
+      std::vector<uint8_t> out(22);
+      gpulz::decode_cpu(p, stream.data(), stream.size(), out.data(), out.size());
+    };
   };
-  // Valid: "ab", then a match of 10 symbols from 1 back (22 bytes).
-  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 8, 0, 0b10}, 22), "ok");
-  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 8, 1, 0b10}, 22), "corrupt");   // source before the chunk
-  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 9, 0, 0b10}, 22), "corrupt");   // past the chunk's end
-  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 7, 0, 0b10}, 22), "corrupt");   // short of the chunk's end
-  EXPECT_STREQ(decode({3, 2, 0, 'a', 'b', 8, 0, 0b10}, 22), "corrupt");   // no such symbol width
-  EXPECT_STREQ(decode({2, 3, 0, 'a', 'b', 8, 0, 0b10}, 22), "corrupt");   // a token too many
-  EXPECT_STREQ(decode({2, 2, 0, 'a', 'b', 8, 0, 0b110}, 22), "corrupt");  // a flag past the tokens
-  EXPECT_STREQ(decode({2, 1, 0, 'a', 'b', 8, 0, 0b0}, 22), "corrupt");    // bytes left over
+  const ErrorCode corrupt = ErrorCode::corrupt_data;
+  // Valid: "ab", then a match of 10 symbols from 1 back.
+  EXPECT_NO_THROW(decode({2, 2, 0, 'a', 'b', 8, 0, 0b10})());
+  testing::expect_error(decode({2, 2, 0, 'a', 'b', 8, 1, 0b10}), corrupt, "");   // source before the chunk
+  testing::expect_error(decode({2, 2, 0, 'a', 'b', 9, 0, 0b10}), corrupt, "");   // past the chunk's end
+  testing::expect_error(decode({2, 2, 0, 'a', 'b', 7, 0, 0b10}), corrupt, "");   // short of the chunk's end
+  testing::expect_error(decode({3, 2, 0, 'a', 'b', 8, 0, 0b10}), corrupt, "");   // no such symbol width
+  testing::expect_error(decode({2, 3, 0, 'a', 'b', 8, 0, 0b10}), corrupt, "");   // a token too many
+  testing::expect_error(decode({2, 2, 0, 'a', 'b', 8, 0, 0b110}), corrupt, "");  // a flag past the tokens
+  testing::expect_error(decode({2, 1, 0, 'a', 'b', 8, 0, 0b0}), corrupt, "");    // bytes left over
 }
 
 TEST(Gpulz, ParametersAreValidated) {
@@ -174,12 +173,8 @@ TEST(Gpulz, ParametersAreValidated) {
   for (const json& bad : {json{{"chunk", 3000}}, json{{"chunk", 128}}, json{{"chunk", 65536}}, json{{"window", 0}},
                           json{{"window", 256}}, json{{"symbol", 3}}, json{{"symbol", "wide"}},
                           json{{"min_match", 17}}, json{{"level", 2}}}) {
-    try {
-      make_stage("gpulz", bad);
-      ADD_FAILURE() << bad.dump();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::invalid_config) << bad.dump();
-    }
+    SCOPED_TRACE(bad.dump());
+    testing::expect_error([&] { make_stage("gpulz", bad); }, ErrorCode::invalid_config, "stage 'gpulz'");
   }
   EXPECT_EQ(make_stage("gpulz", json::object())->params(),
             json({{"chunk", 2048}, {"window", 64}, {"symbol", "2"}, {"min_match", 0}}));

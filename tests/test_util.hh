@@ -29,6 +29,18 @@ Buffer host_buffer(const std::vector<T>& values) {
   return b;
 }
 
+// `call` must throw fzg's Error with `code` and a message that names `fragment`.
+template <typename Call>
+void expect_error(Call call, ErrorCode code, const std::string& fragment) {
+  try {
+    call();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code);
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
 // A buffer's bytes, wherever it lives.
 inline std::vector<uint8_t> bytes_of(const Buffer& b) {
   const Buffer host = b.location() == Location::device ? to_host(b, nullptr) : b;
