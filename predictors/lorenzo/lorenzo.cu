@@ -44,17 +44,10 @@ struct Grid {
   uint64_t codes_first, field_first;
 };
 
-struct CountPair {
-  uint64_t escapes, exacts;
-  __host__ __device__ constexpr CountPair operator+(const CountPair& o) const {
-    return {escapes + o.escapes, exacts + o.exacts};
-  }
-};
-
 // A tile's escape and exact counts in one word (a tile has at most 2048 of each), so that one
 // sum adds both.
 __host__ __device__ constexpr uint32_t pack_counts(uint32_t escapes, uint32_t exacts) { return escapes << 16 | exacts; }
-__host__ __device__ constexpr CountPair unpack_counts(uint32_t packed) { return {packed >> 16, packed & 0xffffu}; }
+__host__ __device__ constexpr OutlierCounts unpack_counts(uint32_t packed) { return {packed >> 16, packed & 0xffffu}; }
 
 // What the kernels need of the quantization, computed once on the host.
 struct QuantConstants {
@@ -303,7 +296,7 @@ __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restri
         // Field totals (integer sums, any order): the host reads these, and scans the tiles'
         // counts into offsets only when there is an outlier to place.
         if (sum) {
-          const CountPair both = unpack_counts(sum);
+          const OutlierCounts both = unpack_counts(sum);
           atomicAdd(totals, static_cast<unsigned long long>(both.escapes));
           atomicAdd(totals + 1, static_cast<unsigned long long>(both.exacts));
         }
@@ -323,7 +316,7 @@ struct OutlierTargets {
 template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     const T* __restrict__ field, Grid g, QuantConstants c, const uint32_t* __restrict__ tile_counts,
-    const CountPair* __restrict__ offsets, OutlierTargets<T> out) {
+    const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out) {
   using H = Halo<TX, TY, TZ>;
   __shared__ int32_t q[H::size];
   using Scan = cub::BlockScan<uint32_t, block_threads>;
@@ -535,7 +528,7 @@ __global__ void validate_keys_kernel(const uint64_t* keys, uint64_t count, Grid 
 struct TileCounts {
   const uint32_t* packed;
   uint64_t tiles;
-  __device__ CountPair operator()(uint64_t t) const { return t < tiles ? unpack_counts(packed[t]) : CountPair{0, 0}; }
+  __device__ OutlierCounts operator()(uint64_t t) const { return t < tiles ? unpack_counts(packed[t]) : OutlierCounts{0, 0}; }
 };
 
 
@@ -624,9 +617,9 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
   if (total.escapes + total.exacts == 0) return stream_buffer;
   const uint64_t tiles = grid_.tile_count();
   const uint32_t* tile_counts = reinterpret_cast<const uint32_t*>(counts_.as<unsigned long long>() + 2);
-  Buffer offsets = Buffer::device((tiles + 1) * sizeof(CountPair), stream_);
+  Buffer offsets = Buffer::device((tiles + 1) * sizeof(OutlierCounts), stream_);
   // Where each tile's outliers go: the shared scan of the per-tile counts.
-  varlen::exclusive_scan(TileCounts{tile_counts, tiles}, tiles, offsets.as<CountPair>(), CountPair{0, 0}, varlen::Plus{},
+  varlen::exclusive_scan(TileCounts{tile_counts, tiles}, tiles, offsets.as<OutlierCounts>(), OutlierCounts{0, 0}, varlen::Plus{},
                          stream_);
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
@@ -639,7 +632,7 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
     const Grid g = device_grid(grid_);
     launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z>, g, stream_, static_cast<const T*>(field_), g,
-                    constants_of<T>(quant), tile_counts, offsets.as<CountPair>(), out);
+                    constants_of<T>(quant), tile_counts, offsets.as<OutlierCounts>(), out);
   });
   return stream_buffer;
 }

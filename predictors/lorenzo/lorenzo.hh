@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/stage.hh"
+#include "runtime/portable.hh"
 
 namespace fzg {
 
@@ -40,7 +41,10 @@ struct TileGrid {
 // Keys strictly increasing within each list.
 struct OutlierCounts {
   uint64_t escapes = 0, exacts = 0;
-  OutlierCounts operator+(const OutlierCounts& o) const { return {escapes + o.escapes, exacts + o.exacts}; }
+  // Counts add up (the placement's scans, on the CPU and the GPU).
+  FZG_HOST_DEVICE constexpr OutlierCounts operator+(const OutlierCounts& o) const {
+    return {escapes + o.escapes, exacts + o.exacts};
+  }
 };
 static_assert(sizeof(OutlierCounts) == 16, "the stream's first 16 bytes are the counts");
 uint64_t outlier_stream_size(OutlierCounts counts, DType type);
