@@ -21,16 +21,11 @@ namespace fzg::huffman {
 
 namespace {
 
-// Symbols and stores by bytes: a stage's input or output may start at any byte (a u8 field's
-// chunk of odd rows), so no 16-bit access is assumed aligned; a warp still reads 64
-// consecutive bytes.
-__device__ __forceinline__ uint32_t load_symbol(const uint8_t* in, uint32_t j, uint32_t S) {
-  return S == 1 ? in[j] : uint32_t(in[2 * j]) | uint32_t(in[2 * j + 1]) << 8;
-}
-
+// Symbols are read and written by bytes (symbol_at, huffman.hh): a stage's buffers may start
+// at any byte. A warp still reads 64 consecutive bytes.
 struct SymbolAt {
   const uint8_t* in;
-  __device__ uint32_t operator()(int64_t j) const { return uint32_t(in[2 * j]) | uint32_t(in[2 * j + 1]) << 8; }
+  __device__ uint32_t operator()(int64_t j) const { return symbol_at(in, uint64_t(j), 2); }
 };
 
 // A little-endian u32 at any byte address (a chunk's stored bytes start anywhere).
@@ -65,7 +60,7 @@ struct DeviceCoder {
   __device__ uint32_t encode_chunk(const uint8_t* in, uint32_t n, uint8_t* out, uint32_t capacity, uint8_t*) const {
     const uint32_t lane = threadIdx.x, S = p.symbol_bytes, m = n / S, tail = n % S;
     uint32_t bits = 0;
-    for (uint32_t j = lane; j < m; j += lanes) bits += uint32_t(encode_table[load_symbol(in, j, S)] >> 32);
+    for (uint32_t j = lane; j < m; j += lanes) bits += uint32_t(encode_table[symbol_at(in, j, S)] >> 32);
     const uint32_t words = (bits + 31) / 32;
     uint32_t total;
     const uint32_t before = warp_exclusive_sum(words, total);
@@ -76,7 +71,7 @@ struct DeviceCoder {
     uint64_t buffer = 0;
     uint32_t held = 0;
     for (uint32_t j = lane; j < m; j += lanes) {
-      const uint64_t code = encode_table[load_symbol(in, j, S)];
+      const uint64_t code = encode_table[symbol_at(in, j, S)];
       buffer |= uint64_t(uint32_t(code)) << held;
       held += uint32_t(code >> 32);
       if (held >= 32) *word_out++ = uint32_t(buffer), buffer >>= 32, held -= 32;

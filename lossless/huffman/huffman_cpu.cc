@@ -14,10 +14,6 @@ namespace fzg::huffman {
 
 namespace {
 
-uint32_t symbol_at(const uint8_t* in, uint64_t j, uint32_t S) {
-  return S == 1 ? in[j] : uint32_t(in[2 * j]) | uint32_t(in[2 * j + 1]) << 8;
-}
-
 class Coder final : public chunked::ChunkCoder {
  public:
   Coder(const Params& p, const Codebook& book) : p_(p), book_(book) {}
