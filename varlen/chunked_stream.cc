@@ -12,7 +12,7 @@
 
 namespace fzg::chunked {
 
-Buffer encode_cpu(const ChunkCoder& coder, const uint8_t* input, uint64_t input_bytes) {
+Buffer encode_cpu(const ChunkCoder& coder, const uint8_t* input, uint64_t input_bytes, uint64_t head_bytes) {
   const uint32_t C = coder.chunk_bytes();
   const uint64_t K = chunk_count(input_bytes, C);
   std::vector<uint32_t> table(K);
@@ -27,9 +27,9 @@ Buffer encode_cpu(const ChunkCoder& coder, const uint8_t* input, uint64_t input_
   std::vector<uint64_t> at(K + 1);
   const uint64_t payload = varlen::exclusive_scan([&](uint64_t k) -> uint64_t { return table[k] & ~raw_flag; }, K,
                                                   at.data());
-  Buffer out = Buffer::host(4 * K + payload);
-  if (K) std::memcpy(out.data(), table.data(), 4 * K);
-  uint8_t* chunks = out.data() + 4 * K;
+  Buffer out = Buffer::host(head_bytes + 4 * K + payload);
+  if (K) std::memcpy(out.data() + head_bytes, table.data(), 4 * K);
+  uint8_t* chunks = out.data() + head_bytes + 4 * K;
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < int64_t(K); ++k) {
     const bool raw = table[k] & raw_flag;

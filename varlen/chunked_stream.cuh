@@ -157,24 +157,27 @@ unsigned resident_grid_with_shared(Kernel kernel, int threads, uint32_t shared_b
 
 }  // namespace detail
 
-// The stream of `input_bytes` bytes on the device; one synchronization (its size).
+// The stream of `input_bytes` bytes on the device, behind `head_bytes` left for the caller's
+// own bytes (as encode_cpu); one synchronization (its size).
 template <typename Coder>
-Buffer encode_cuda(const Coder& coder, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
+Buffer encode_cuda(const Coder& coder, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream,
+                   uint64_t head_bytes = 0) {
   const uint32_t C = coder.chunk_bytes();
   const uint64_t K = chunk_count(input_bytes, C);
-  if (K == 0) return Buffer::device(0, stream);
+  if (K == 0) return Buffer::device(head_bytes, stream);
   using LB = detail::LookBack;
   Buffer state = Buffer::device(8 * LB::words(K), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size(), stream));
-  Buffer out = Buffer::device(max_encoded_size(input_bytes, C), stream);
+  Buffer out = Buffer::device(head_bytes + max_encoded_size(input_bytes, C), stream);
   const uint32_t shared = (C + 15) / 16 * 16 + coder.encode_shared_bytes();
   auto kernel = detail::encode_kernel<Coder>;
   const unsigned grid = detail::resident_grid_with_shared(kernel, Coder::encode_threads, shared, K);
   kernel<<<grid, Coder::encode_threads, shared, stream>>>(coder, input, input_bytes, K,
-                                                          LB::at(state.as<unsigned long long>(), K), out.data());
+                                                          LB::at(state.as<unsigned long long>(), K),
+                                                          out.data() + head_bytes);
   FZG_CUDA_CHECK_LAUNCH();
   const uint64_t payload = read_back(state.as<unsigned long long>() + LB::inclusive_word(K, K - 1), stream) - 1;
-  return out.slice(0, 4 * K + payload);
+  return out.slice(0, head_bytes + 4 * K + payload);
 }
 
 // Fills the output's `output_bytes` bytes from the stream; one synchronization (whether every

@@ -55,7 +55,9 @@ class ChunkCoder {
   virtual void decode_chunk(const uint8_t* in, uint32_t size, uint8_t* out, uint32_t n) const = 0;
 };
 
-Buffer encode_cpu(const ChunkCoder& coder, const uint8_t* input, uint64_t input_bytes);
+// The stream, behind `head_bytes` left for the caller's own bytes (a coder's codebook), which
+// it writes there itself: the stream is never copied to make room.
+Buffer encode_cpu(const ChunkCoder& coder, const uint8_t* input, uint64_t input_bytes, uint64_t head_bytes = 0);
 void decode_cpu(const ChunkCoder& coder, const uint8_t* stream, uint64_t stream_bytes, uint8_t* output,
                 uint64_t output_bytes);
 // What can be checked before the output is allocated: the table fits in the stream and the

@@ -164,17 +164,13 @@ Buffer encode_cuda(const Params& p, const uint8_t* input, uint64_t input_bytes, 
   const std::vector<uint64_t> counts = histogram(p, input, input_bytes, stream);
   const Codebook book = build_codebook(counts.data(), p.symbol_bytes, p.max_length);
   const Buffer table = upload(book.encode, stream);
-  const Buffer chunks =
-      chunked::encode_cuda(DeviceCoder{p, table.as<uint64_t>(), nullptr, book.escape}, input, input_bytes, stream);
   const uint32_t entries = uint32_t(book.entries.size());
   std::vector<uint32_t> head(1 + entries);
   head[0] = entries;
   std::copy(book.entries.begin(), book.entries.end(), head.begin() + 1);
-  Buffer out = Buffer::device(4 * head.size() + chunks.size(), stream);
+  Buffer out = chunked::encode_cuda(DeviceCoder{p, table.as<uint64_t>(), nullptr, book.escape}, input, input_bytes,
+                                    stream, 4 * head.size());
   copy_bytes(out.data(), Location::device, head.data(), Location::host, 4 * head.size(), stream);
-  if (chunks.size())
-    copy_bytes_async(out.data() + 4 * head.size(), Location::device, chunks.data(), Location::device, chunks.size(),
-                     stream);
   return out;
 }
 

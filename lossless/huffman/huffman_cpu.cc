@@ -123,12 +123,10 @@ uint64_t max_encoded_size(const Params& p, uint64_t input_bytes) {
 Buffer encode_cpu(const Params& p, const uint8_t* input, uint64_t input_bytes) {
   const std::vector<uint64_t> counts = histogram_cpu(p, input, input_bytes);
   const Codebook book = build_codebook(counts.data(), p.symbol_bytes, p.max_length);
-  const Buffer chunks = chunked::encode_cpu(Coder(p, book), input, input_bytes);
   const uint32_t entries = uint32_t(book.entries.size());
-  Buffer out = Buffer::host(4 + 4 * uint64_t(entries) + chunks.size());
+  Buffer out = chunked::encode_cpu(Coder(p, book), input, input_bytes, 4 + 4 * uint64_t(entries));
   std::memcpy(out.data(), &entries, 4);
   if (entries) std::memcpy(out.data() + 4, book.entries.data(), 4 * uint64_t(entries));
-  if (chunks.size()) std::memcpy(out.data() + 4 + 4 * uint64_t(entries), chunks.data(), chunks.size());
   return out;
 }
 
