@@ -22,6 +22,16 @@ struct Codebook {
   std::vector<uint32_t> decode;
 };
 
+// A symbol that occurs and its count.
+struct Leaf {
+  uint32_t symbol;
+  uint64_t count;
+};
+
+// The entries (the stored form) of the code for the leaves, in any order, distinct symbols.
+std::vector<uint32_t> code_lengths(std::vector<Leaf> leaves, uint32_t symbol_bytes, uint32_t max_length);
+// Each entry's canonical code: its bits as written (LSB first) | length << 32.
+std::vector<uint64_t> canonical_codes(const std::vector<uint32_t>& entries);
 // From the counts of every S-byte symbol (2^(8S) of them).
 Codebook build_codebook(const uint64_t* counts, uint32_t symbol_bytes, uint32_t max_length);
 // From stored entries, checked (corrupt_data): increasing symbols up to the escape, lengths in

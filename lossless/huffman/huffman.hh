@@ -32,11 +32,15 @@ namespace huffman {
 constexpr uint32_t lanes = 32;
 constexpr uint32_t lane_header_bytes = 2 * lanes;
 
-// Symbol j of an input read as little-endian S-byte symbols, byte by byte: a stage's buffer
+// Symbol j of an input read (or written) as little-endian S-byte symbols, byte by byte: a stage's buffer
 // may start at any byte (a byte field's chunk of odd rows), so no wider access is assumed
 // aligned.
 FZG_HOST_DEVICE uint32_t symbol_at(const uint8_t* in, uint64_t j, uint32_t S) {
   return S == 1 ? in[j] : uint32_t(in[2 * j]) | uint32_t(in[2 * j + 1]) << 8;
+}
+FZG_HOST_DEVICE void store_symbol(uint8_t* out, uint64_t j, uint32_t S, uint32_t symbol) {
+  out[S * j] = uint8_t(symbol);
+  if (S == 2) out[2 * j + 1] = uint8_t(symbol >> 8);
 }
 
 struct Params {

@@ -82,8 +82,7 @@ class Coder final : public chunked::ChunkCoder {
           symbol = uint32_t(buffer & ((1u << (8 * S)) - 1));
           buffer >>= 8 * S, held -= 8 * S, consumed += 8 * S;
         }
-        out[S * j] = uint8_t(symbol);
-        if (S == 2) out[2 * j + 1] = uint8_t(symbol >> 8);
+        store_symbol(out, j, S, symbol);
       }
       // Exactly the words the lane's bits need, the last one's unused bits zero.
       require_data((consumed + 31) / 32 == words, "huffman lane length");
