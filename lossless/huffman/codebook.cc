@@ -109,10 +109,7 @@ Codebook codebook_from_entries(std::vector<uint32_t> entries, uint32_t symbol_by
   // Symbols without a code: the escape's code, then their S bytes.
   const uint64_t esc = book.encode[book.escape];
   for (uint32_t s = 0; s < book.escape; ++s)
-    if (book.encode[s] == 0 && esc != 0) {
-      const uint32_t esc_length = uint32_t(esc >> 32);
-      book.encode[s] = (uint32_t(esc) | s << esc_length) | uint64_t(esc_length + 8 * symbol_bytes) << 32;
-    }
+    if (book.encode[s] == 0 && esc != 0) book.encode[s] = escaped_code(esc, s, symbol_bytes);
   book.entries = std::move(entries);
   return book;
 }

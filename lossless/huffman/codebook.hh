@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/portable.hh"
+
 namespace fzg::huffman {
 
 struct Codebook {
@@ -21,6 +23,13 @@ struct Codebook {
   // no code starts so (a damaged stream).
   std::vector<uint32_t> decode;
 };
+
+// The code of symbol s without an entry, given the escape's code `esc` (bits | length << 32):
+// the escape's bits, then s's S bytes.
+FZG_HOST_DEVICE uint64_t escaped_code(uint64_t esc, uint32_t s, uint32_t symbol_bytes) {
+  const uint32_t length = uint32_t(esc >> 32);
+  return (uint32_t(esc) | s << length) | uint64_t(length + 8 * symbol_bytes) << 32;
+}
 
 // A symbol that occurs and its count.
 struct Leaf {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "core/error.hh"
-#include "runtime/timer.hh"
 #include "lossless/huffman/codebook.hh"
 #include "lossless/huffman/histogram.hh"
 #include "lossless/huffman/huffman.hh"
+#include "runtime/timer.hh"
 #include "varlen/chunked_stream.cuh"
 
 namespace fzg::huffman {
@@ -191,9 +191,7 @@ __global__ void encode_table_kernel(const uint32_t* __restrict__ entries, const 
     return;
   }
   const bool has_escape = count > 0 && (entries[count - 1] & 0xffffffu) == escape;
-  const uint64_t esc = has_escape ? codes[count - 1] : 0;
-  const uint32_t esc_length = uint32_t(esc >> 32);
-  table[s] = has_escape ? (uint32_t(esc) | s << esc_length) | uint64_t(esc_length + 8 * symbol_bytes) << 32 : 0;
+  table[s] = has_escape ? escaped_code(codes[count - 1], s, symbol_bytes) : 0;
 }
 
 template <typename T>
