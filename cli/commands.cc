@@ -607,13 +607,8 @@ uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound)
 
 }  // namespace
 
-int run_eval(const EvalArgs& a) {
-  const Graph graph = load_graph(a.codec.config);
-  const ErrorBound bound = parse_bound(a.codec);
-  const Device device = parse_device(a.codec.device);
-  if (a.repeat < 1 || a.repeat > 1000) fail(ErrorCode::invalid_argument, "--repeat must be in [1, 1000]");
-  Buffer storage;
-  const FieldRef field = load_field(a.field, storage);
+nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, const ErrorBound& bound, Device device,
+                                 int repeat, const std::function<void()>& after_run) {
   CompressOptions copt;
   copt.bound = bound;
   copt.device = device;
@@ -621,13 +616,11 @@ int run_eval(const EvalArgs& a) {
   dopt.device = device;
 
   // End to end, host to host: what a file-based user gets. Run once to warm up.
-  Progress runs("eval of " + format_bytes(double(field.size_bytes())), ProgressUnit::count, a.repeat + 1);
-  runs.set_noun("round trips");
   Buffer file = compress(graph, field, copt);
   Decompressed out = decompress(file, dopt);
-  runs.set(1);
+  after_run();
   std::vector<double> compress_ms, decompress_ms;
-  for (int r = 0; r < a.repeat; ++r) {
+  for (int r = 0; r < repeat; ++r) {
     RegionTimer timer(Device::cpu, nullptr);
     timer.start();
     file = compress(graph, field, copt);
@@ -635,33 +628,20 @@ int run_eval(const EvalArgs& a) {
     timer.start();
     out = decompress(file, dopt);
     decompress_ms.push_back(timer.stop_ms());
-    runs.set(r + 2);
+    after_run();
   }
-  runs.finish();
-  Progress measuring("measuring errors and the FZ-GPU format ratio", ProgressUnit::time);
   const Metrics m = compare_fields(field.data, out.data.data(), field.dtype, field.dims.count(),
                                    out.header.quant.error_bound);
   const double structural_similarity = ssim(field.data, out.data.data(), field.dtype, field.dims);
   const double bytes = double(field.size_bytes());
-  const double ratio = bytes / double(file.size());
-  const double c_gbs = bytes / (median(compress_ms) * 1e6), d_gbs = bytes / (median(decompress_ms) * 1e6);
-  const std::string source = a.field.gen_kind.empty() ? a.field.input : "gen:" + a.field.gen_kind;
   // The FZ-GPU format ratio: the same quantization codes in FZ-GPU's lossless format
   // (bitshuffle + zero-block, which has no outlier handling), plus fzg's outlier stream.
   // 0 in lossless mode, which has no codes.
   double fzgpu_ratio = 0;
   if (bound.mode != ErrorMode::lossless) fzgpu_ratio = bytes / double(fzgpu_format_file_bytes(field, bound));
-  measuring.finish();
-  const bool lossless = bound.mode == ErrorMode::lossless;
-  nlohmann::json report = {{"field", source},
-                           {"dtype", a.field.type},
-                           {"dims", field.dims.to_string()},
-                           {"mode", a.codec.mode},
-                           {"config", graph.name()},
-                           {"device", device == Device::cuda ? "cuda" : "cpu"},
-                           {"original_bytes", field.size_bytes()},
+  nlohmann::json report = {{"original_bytes", field.size_bytes()},
                            {"compressed_bytes", file.size()},
-                           {"ratio", ratio},
+                           {"ratio", bytes / double(file.size())},
                            {"fzgpu_format_ratio", fzgpu_ratio},
                            {"bits_per_value", 8.0 * double(file.size()) / double(field.dims.count())},
                            {"psnr_db", m.psnr},
@@ -672,41 +652,104 @@ int run_eval(const EvalArgs& a) {
                            {"max_abs_error", m.max_abs_error},
                            {"max_rel_error", m.max_rel_error},
                            {"violations", m.violations},
-                           {"compress_gbps", c_gbs},
-                           {"decompress_gbps", d_gbs},
-                           {"repeats", a.repeat}};
-  if (!lossless) {  // as in info: a lossless run has no bound
+                           {"compress_gbps", bytes / (median(compress_ms) * 1e6)},
+                           {"decompress_gbps", bytes / (median(decompress_ms) * 1e6)}};
+  if (bound.mode != ErrorMode::lossless) {  // as in info: a lossless run has no bound
     report["requested_bound"] = bound.value;
     report["absolute_bound"] = out.header.quant.error_bound;
   }
+  if (device == Device::cuda) {
+    // Kernel-only, as fzg bench measures it: field and file resident on the device, CUDA
+    // events, median of `repeat` after the warm-up above; and the peak device memory beyond
+    // the resident field and file.
+    const Buffer host_view = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), Location::host);
+    const Buffer resident = to_device(host_view, nullptr);
+    FieldRef on_device = field;
+    on_device.data = resident.data();
+    on_device.where = Location::device;
+    copt.output = dopt.output = Location::device;
+    reset_device_memory_peak();
+    const size_t held = device_memory_stats().current_bytes;
+    Buffer device_file = compress(graph, on_device, copt);
+    Decompressed device_out = decompress(device_file, dopt);
+    after_run();
+    const uint64_t peak = device_memory_stats().peak_bytes - held;
+    std::vector<double> kc, kd;
+    RegionTimer timer(Device::cuda, nullptr);
+    for (int r = 0; r < repeat; ++r) {
+      timer.start();
+      device_file = compress(graph, on_device, copt);
+      kc.push_back(timer.stop_ms());
+      timer.start();
+      device_out = decompress(device_file, dopt);
+      kd.push_back(timer.stop_ms());
+      after_run();
+    }
+    report["kernel_compress_gbps"] = bytes / (median(kc) * 1e6);
+    report["kernel_decompress_gbps"] = bytes / (median(kd) * 1e6);
+    report["peak_device_bytes"] = peak;
+  }
+  return report;
+}
+
+int run_eval(const EvalArgs& a) {
+  const Graph graph = load_graph(a.codec.config);
+  const ErrorBound bound = parse_bound(a.codec);
+  const Device device = parse_device(a.codec.device);
+  if (a.repeat < 1 || a.repeat > 1000) fail(ErrorCode::invalid_argument, "--repeat must be in [1, 1000]");
+  Buffer storage;
+  const FieldRef field = load_field(a.field, storage);
+
+  const int runs_each_way = device == Device::cuda ? 2 : 1;  // end to end, then kernel-only
+  Progress runs("eval of " + format_bytes(double(field.size_bytes())), ProgressUnit::count,
+                double(runs_each_way * (a.repeat + 1)));
+  runs.set_noun("round trips");
+  double done = 0;
+  nlohmann::json r = round_trip_report(graph, field, bound, device, a.repeat, [&] { runs.set(++done); });
+  runs.finish();
+  const std::string source = a.field.gen_kind.empty() ? a.field.input : "gen:" + a.field.gen_kind;
+  const bool lossless = bound.mode == ErrorMode::lossless;
+  nlohmann::json report = {{"field", source},
+                           {"dtype", a.field.type},
+                           {"dims", field.dims.to_string()},
+                           {"mode", a.codec.mode},
+                           {"config", graph.name()},
+                           {"device", device == Device::cuda ? "cuda" : "cpu"},
+                           {"repeats", a.repeat}};
+  report.update(r);
+  const uint64_t violations = r["violations"];
   if (a.json) {
     std::cout << dump_json(report) << "\n";
   } else {
+    const double absolute = lossless ? 0.0 : r["absolute_bound"].get<double>();
     char bound_text[96] = "lossless";
     if (!lossless)
-      std::snprintf(bound_text, sizeof bound_text, "%s %g (absolute %.4g)", a.codec.mode.c_str(), bound.value,
-                    out.header.quant.error_bound);
+      std::snprintf(bound_text, sizeof bound_text, "%s %g (absolute %.4g)", a.codec.mode.c_str(), bound.value, absolute);
     std::printf("fzg eval: %s, %s %s, %s, config %s, device %s\n", source.c_str(), a.field.type.c_str(),
                 field.dims.to_string().c_str(), bound_text, graph.name().c_str(), device == Device::cuda ? "cuda" : "cpu");
-    std::printf("  ratio          %.3f  (%.3f bits/value, %llu -> %llu bytes)\n", ratio,
-                8.0 * double(file.size()) / double(field.dims.count()), (unsigned long long)field.size_bytes(),
-                (unsigned long long)file.size());
-    if (fzgpu_ratio > 0)
+    std::printf("  ratio          %.3f  (%.3f bits/value, %llu -> %llu bytes)\n", r["ratio"].get<double>(),
+                r["bits_per_value"].get<double>(), (unsigned long long)field.size_bytes(),
+                (unsigned long long)r["compressed_bytes"].get<uint64_t>());
+    if (r["fzgpu_format_ratio"].get<double>() > 0)
       std::printf("  FZ-GPU format  %.3f  (the same codes in FZ-GPU's bitshuffle + zero-block format, plus fzg's "
                   "outliers)\n",
-                  fzgpu_ratio);
-    std::printf("  PSNR           %.2f dB   NRMSE %.3g\n", m.psnr, m.nrmse);
-    std::printf("  SSIM           %.6f   Pearson %.6f   error lag-1 autocorrelation %.3f\n", structural_similarity,
-                m.pearson, m.error_autocorrelation);
+                  r["fzgpu_format_ratio"].get<double>());
+    std::printf("  PSNR           %.2f dB   NRMSE %.3g\n", r["psnr_db"].get<double>(), r["nrmse"].get<double>());
+    std::printf("  SSIM           %.6f   Pearson %.6f   error lag-1 autocorrelation %.3f\n",
+                r["ssim"].get<double>(), r["pearson"].get<double>(), r["error_autocorrelation"].get<double>());
     if (lossless)
-      std::printf("  exact          %s\n", m.violations ? "NO: the round trip changed the bytes" : "yes, byte for byte");
+      std::printf("  exact          %s\n", violations ? "NO: the round trip changed the bytes" : "yes, byte for byte");
     else
       std::printf("  max error      %.4g absolute, %.4g of the value range; bound %.4g, points over it: %llu\n",
-                  m.max_abs_error, m.max_rel_error, out.header.quant.error_bound, (unsigned long long)m.violations);
+                  r["max_abs_error"].get<double>(), r["max_rel_error"].get<double>(), absolute,
+                  (unsigned long long)violations);
     std::printf("  throughput     compress %.3f GB/s, decompress %.3f GB/s (host to host, median of %d, decimal)\n",
-                c_gbs, d_gbs, a.repeat);
+                r["compress_gbps"].get<double>(), r["decompress_gbps"].get<double>(), a.repeat);
+    if (r.contains("kernel_compress_gbps"))
+      std::printf("  kernel-only    compress %.3f GB/s, decompress %.3f GB/s (field and file on the device)\n",
+                  r["kernel_compress_gbps"].get<double>(), r["kernel_decompress_gbps"].get<double>());
   }
-  return m.violations ? 3 : 0;
+  return violations ? 3 : 0;
 }
 
 int run_gen(const GenArgs& a) {

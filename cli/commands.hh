@@ -1,6 +1,7 @@
 // The fzg subcommands. Each returns the process exit code; errors surface as fzg::Error.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,18 @@ struct DecompressArgs {
 };
 struct EvalArgs { FieldArgs field; CodecArgs codec; int repeat = 3; bool json = false; };
 struct GenArgs { FieldArgs field; std::string output; };
+struct SweepArgs {
+  std::string inputs;         // comma-separated raw files
+  std::string dims, type;     // for every input; else from a name like airtemp_49x37x240.f32
+  bool slowest_first = false;
+  std::string configs;        // comma-separated config files; "default" is the built-in graph
+  std::string mode = "rel";
+  std::string bounds = "1e-2,1e-3,1e-4";
+  std::string device = "auto";
+  std::string plan;           // a JSON plan instead of the lists
+  std::string output;         // results: .csv or .json, rewritten after every run
+  int repeat = 1;
+};
 struct BenchArgs {
   FieldArgs field;
   CodecArgs codec;
@@ -61,6 +74,7 @@ int run_info(const std::string& path, bool json);
 int run_eval(const EvalArgs& a);
 int run_gen(const GenArgs& a);
 int run_bench(const BenchArgs& a);
+int run_sweep(const SweepArgs& a);
 
 // Shared by the commands.
 Device parse_device(const std::string& name);
@@ -83,6 +97,13 @@ void write_file(const std::string& path, const uint8_t* data, uint64_t size);
 // device and inode: another path, a hard link or a symlink to it), before any work is done.
 void check_output(const std::string& output, const std::string& input);
 double median(std::vector<double> values);
+// One field through one config at one bound: end to end (host to host, median of `repeat`
+// after a warm-up round trip) and, on the GPU, kernel-only (field and file resident on the
+// device, CUDA events) with the peak device memory; the reconstruction's errors and
+// similarity. The keys are eval's JSON and sweep's columns. `after_run` follows every round
+// trip (progress).
+nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, const ErrorBound& bound, Device device,
+                                 int repeat, const std::function<void()>& after_run);
 
 // The bytes a field of these dimensions and type needs, computed without overflow.
 struct FieldSize {

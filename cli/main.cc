@@ -9,7 +9,7 @@
 
 namespace {
 
-const char* const commands[] = {"compress", "decompress", "info", "eval", "gen", "bench"};
+const char* const commands[] = {"compress", "decompress", "info", "eval", "gen", "bench", "sweep"};
 
 // What -t accepts depends on the command: gen makes floating-point fields only.
 const char* const lossy_types_help = "element type: f32, f64 (or u8, u16, u32, i32 with -m lossless)";
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   // The first word names the command; say so when it names none.
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
     std::cerr << "fzg: error: unknown command '" << argv[1]
-              << "' (expected compress, decompress, info, eval, gen or bench)\n";
+              << "' (expected compress, decompress, info, eval, gen, bench or sweep)\n";
     return 1;
   }
 
@@ -137,6 +137,27 @@ int main(int argc, char** argv) {
   bench->add_flag("--trace", bench_args.trace, "print the timeline (host and GPU) of one call each way");
   bench->footer("JSON prints non-finite numbers as the strings \"inf\", \"-inf\" and \"nan\".\n");
 
+  SweepArgs sweep_args;
+  auto* sweep = app.add_subcommand("sweep", "fields x configs x error bounds: eval's measurements, one row each, to CSV or JSON");
+  sweep->add_option("-i,--input", sweep_args.inputs,
+                    "raw fields, comma-separated (dims and type from -l/-t or a name like field_500x500x100.f32)");
+  sweep->add_option("-l,--dims", sweep_args.dims, "dimensions of every input, fastest first (e.g. 500x500x100)");
+  sweep->add_option("-t,--type", sweep_args.type, "f32 or f64 for every input (default: from the name, else f32)");
+  sweep->add_flag("--zyx", sweep_args.slowest_first, "dimensions are given slowest first");
+  sweep->add_option("-c,--config", sweep_args.configs, "config files, comma-separated ('default': the built-in graph)");
+  sweep->add_option("-m,--mode", sweep_args.mode, "abs, rel or psnr")->capture_default_str();
+  sweep->add_option("-e,--error", sweep_args.bounds, "error bounds, comma-separated")->capture_default_str();
+  sweep->add_option("--device", sweep_args.device, "auto, cpu or cuda")->capture_default_str();
+  sweep->add_option("--plan", sweep_args.plan,
+                    "a JSON plan instead of -i/-c/-m/-e: {\"fields\": [...], \"configs\": [...], \"mode\": \"rel\", "
+                    "\"bounds\": [...]}");
+  sweep->add_option("-o,--output", sweep_args.output, "results: .csv or .json; rows already there are not run again");
+  sweep->add_option("--repeat", sweep_args.repeat, "timed repeats per run (median)")->capture_default_str();
+  sweep->footer(
+      "The output is rewritten after every run, so an interrupted sweep resumes where it stopped. Kernel-only "
+      "throughput and peak device memory are measured on the GPU only. Exit status 3 when a point misses the "
+      "bound.\n");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -150,6 +171,7 @@ int main(int argc, char** argv) {
     if (eval->parsed()) return run_eval(eval_args);
     if (gen->parsed()) return run_gen(gen_args);
     if (bench->parsed()) return run_bench(bench_args);
+    if (sweep->parsed()) return run_sweep(sweep_args);
   } catch (const fzg::Error& e) {
     std::cerr << "fzg: error: " << e.what() << "\n";
     return 1;

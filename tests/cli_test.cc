@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <regex>
+#include <sstream>
 
 #include "cli/progress.hh"
 #include "test_util.hh"
@@ -362,7 +363,7 @@ TEST_F(Cli, VersionIsTheProjectVersion) {
 TEST_F(Cli, UnknownCommandIsNamed) {
   const CommandResult r = run("compres -i x");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "fzg: error: unknown command 'compres' (expected compress, decompress, info, eval, gen or bench)\n");
+  EXPECT_EQ(r.err, "fzg: error: unknown command 'compres' (expected compress, decompress, info, eval, gen, bench or sweep)\n");
 }
 
 TEST_F(Cli, UsageErrorsAreOneLineAndExitOne) {
@@ -623,6 +624,81 @@ TEST_F(Cli, DecompressRangeGivesTheSubBox) {
     EXPECT_NE(e.exit_code, 0) << bad;
     EXPECT_NE(e.err.find("fzg: error:"), std::string::npos) << bad << ": " << e.err;
   }
+}
+
+// fzg sweep: a row per (field, config, bound) with every column, dims from the file names,
+// and a second sweep over more bounds runs only the rows that are missing.
+TEST_F(Cli, SweepWritesARowPerRunAndResumes) {
+  write_field("a_30x20x4.f32", 30 * 20 * 4);
+  write_field("b_500.f32", 500);
+  const std::string inputs = path("a_30x20x4.f32") + "," + path("b_500.f32");
+  const std::string configs = testing::source_dir() + "/configs/fz.json," + testing::source_dir() + "/configs/cusz.json";
+  const CommandResult first = run("sweep -i " + inputs + " -c " + configs + " -e 1e-2,1e-3 -o " + path("r.csv"));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string csv = slurp(path("r.csv"));
+  ASSERT_EQ(lines(csv), 1 + 2 * 2 * 2);
+  const std::string header = csv.substr(0, csv.find('\n'));
+  for (const char* column : {"field", "config", "eb", "dims", "ratio", "bits_per_value", "psnr_db", "nrmse", "ssim",
+                             "pearson", "error_autocorrelation", "max_abs_error", "max_rel_error", "compress_gbps",
+                             "kernel_compress_gbps", "peak_device_bytes", "bound_held"})
+    EXPECT_TRUE(contains(header, column)) << column;
+  const auto cells = [](const std::string& line) {
+    std::vector<std::string> out(1);
+    for (char c : line) {
+      if (c == ',') out.emplace_back();
+      else out.back().push_back(c);
+    }
+    return out;
+  };
+  const std::vector<std::string> names = cells(header);
+  const size_t held = std::find(names.begin(), names.end(), "bound_held") - names.begin();
+  std::istringstream rows_in(csv.substr(header.size() + 1));
+  for (std::string row; std::getline(rows_in, row);) {
+    ASSERT_EQ(cells(row).size(), names.size()) << row;
+    EXPECT_EQ(cells(row)[held], "yes") << row;
+  }
+  EXPECT_TRUE(contains(csv, ",30x20x4,f32,"));
+  EXPECT_TRUE(contains(csv, ",500,f32,"));
+
+  const CommandResult again = run("sweep -i " + inputs + " -c " + configs + " -e 1e-2,1e-3,1e-4 -o " + path("r.csv"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(contains(again.err, "(8 already there)")) << again.err;
+  const std::string more = slurp(path("r.csv"));
+  ASSERT_EQ(lines(more), 1 + 2 * 2 * 3);
+  EXPECT_EQ(more.substr(0, csv.size()), csv);  // the finished rows are kept as they were
+
+  // The JSON form holds the same runs.
+  ASSERT_EQ(run("sweep -i " + path("b_500.f32") + " -e 1e-3 -o " + path("r.json")).exit_code, 0);
+  const nlohmann::json rows = nlohmann::json::parse(slurp(path("r.json")));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["config"], "fz");
+  EXPECT_EQ(rows[0]["bound_held"], "yes");
+  EXPECT_GT(rows[0]["ratio"].get<double>(), 1.0);
+}
+
+TEST_F(Cli, SweepRefusesBadPlansBeforeRunning) {
+  write_field("a_30x20.f32", 600);
+  write_field("plain.f32", 600);
+  std::ofstream(path("not-a-sweep.csv")) << "x,y\n1,2\n";
+  std::ofstream(path("plan.json")) << R"({"fields": ["a_30x20.f32"], "configs": ["default"], "bounds": [1e-3], "extra": 1})";
+  const std::string a = path("a_30x20.f32");
+  for (const std::string& bad :
+       {"sweep -i " + a + " -e 1e-3 -o " + path("x.csv") + " -c " + path("missing.json"),
+        "sweep -i " + path("missing_10.f32") + " -o " + path("x.csv"),
+        "sweep -i " + path("plain.f32") + " -o " + path("x.csv"),
+        "sweep -i " + a + " -l 7x7 -o " + path("x.csv"),
+        "sweep -i " + a + " -e 1e-3,oops -o " + path("x.csv"),
+        "sweep -i " + a + " -e 1e-3 -o " + path("not-a-sweep.csv"),
+        "sweep -i " + a + " -e 1e-3",
+        "sweep --plan " + path("plan.json") + " -o " + path("x.csv"),
+        "sweep --plan " + path("plan.json") + " -i " + a + " -o " + path("x.csv")}) {
+    const CommandResult r = run(bad);
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_EQ(lines(r.err), 1) << bad << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "fzg: error:")) << bad << ": " << r.err;
+    EXPECT_FALSE(exists(path("x.csv"))) << bad;
+  }
+  EXPECT_EQ(slurp(path("not-a-sweep.csv")), "x,y\n1,2\n");
 }
 
 }  // namespace fzg
