@@ -607,6 +607,33 @@ uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound)
 
 }  // namespace
 
+nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound) {
+  const Metrics m = compare_fields(original.data, reconstructed, original.dtype, original.dims.count(), error_bound);
+  return {{"psnr_db", m.psnr},
+          {"nrmse", m.nrmse},
+          {"ssim", ssim(original.data, reconstructed, original.dtype, original.dims)},
+          {"pearson", m.pearson},
+          {"error_autocorrelation", m.error_autocorrelation},
+          {"max_abs_error", m.max_abs_error},
+          {"max_rel_error", m.max_rel_error},
+          {"violations", m.violations}};
+}
+
+int run_compare(const CompareArgs& a) {
+  Buffer original_bytes, reconstructed_bytes;
+  const FieldRef original = load_field(a.field, original_bytes);
+  FieldArgs other = a.field;
+  other.input = a.reconstructed;
+  const FieldRef reconstructed = load_field(other, reconstructed_bytes);
+  if (!(a.error_bound >= 0)) fail(ErrorCode::invalid_argument, "--bound must be a non-negative absolute error");
+  nlohmann::json report = {{"field", a.field.input}, {"reconstructed", a.reconstructed},
+                           {"dims", original.dims.to_string()}, {"dtype", a.field.type}};
+  report.update(quality_report(original, reconstructed.data, a.error_bound));
+  if (a.error_bound == 0) report.erase("violations");  // no bound to count against
+  std::cout << dump_json(report) << "\n";
+  return report.value("violations", uint64_t(0)) ? 3 : 0;
+}
+
 nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, const ErrorBound& bound, Device device,
                                  int repeat, const std::function<void()>& after_run) {
   CompressOptions copt;
@@ -630,30 +657,20 @@ nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, cons
     decompress_ms.push_back(timer.stop_ms());
     after_run();
   }
-  const Metrics m = compare_fields(field.data, out.data.data(), field.dtype, field.dims.count(),
-                                   out.header.quant.error_bound);
-  const double structural_similarity = ssim(field.data, out.data.data(), field.dtype, field.dims);
+  nlohmann::json report = quality_report(field, out.data.data(), out.header.quant.error_bound);
   const double bytes = double(field.size_bytes());
   // The FZ-GPU format ratio: the same quantization codes in FZ-GPU's lossless format
   // (bitshuffle + zero-block, which has no outlier handling), plus fzg's outlier stream.
   // 0 in lossless mode, which has no codes.
   double fzgpu_ratio = 0;
   if (bound.mode != ErrorMode::lossless) fzgpu_ratio = bytes / double(fzgpu_format_file_bytes(field, bound));
-  nlohmann::json report = {{"original_bytes", field.size_bytes()},
-                           {"compressed_bytes", file.size()},
-                           {"ratio", bytes / double(file.size())},
-                           {"fzgpu_format_ratio", fzgpu_ratio},
-                           {"bits_per_value", 8.0 * double(file.size()) / double(field.dims.count())},
-                           {"psnr_db", m.psnr},
-                           {"nrmse", m.nrmse},
-                           {"ssim", structural_similarity},
-                           {"pearson", m.pearson},
-                           {"error_autocorrelation", m.error_autocorrelation},
-                           {"max_abs_error", m.max_abs_error},
-                           {"max_rel_error", m.max_rel_error},
-                           {"violations", m.violations},
-                           {"compress_gbps", bytes / (median(compress_ms) * 1e6)},
-                           {"decompress_gbps", bytes / (median(decompress_ms) * 1e6)}};
+  report.update({{"original_bytes", field.size_bytes()},
+                 {"compressed_bytes", file.size()},
+                 {"ratio", bytes / double(file.size())},
+                 {"fzgpu_format_ratio", fzgpu_ratio},
+                 {"bits_per_value", 8.0 * double(file.size()) / double(field.dims.count())},
+                 {"compress_gbps", bytes / (median(compress_ms) * 1e6)},
+                 {"decompress_gbps", bytes / (median(decompress_ms) * 1e6)}});
   if (bound.mode != ErrorMode::lossless) {  // as in info: a lossless run has no bound
     report["requested_bound"] = bound.value;
     report["absolute_bound"] = out.header.quant.error_bound;

@@ -46,6 +46,11 @@ struct DecompressArgs {
 };
 struct EvalArgs { FieldArgs field; CodecArgs codec; int repeat = 3; bool json = false; };
 struct GenArgs { FieldArgs field; std::string output; };
+struct CompareArgs {
+  FieldArgs field;            // the original
+  std::string reconstructed;  // a raw file of the same type and dims
+  double error_bound = 0;     // absolute; points over it are counted as violations
+};
 struct SweepArgs {
   std::string inputs;         // comma-separated raw files
   std::string dims, type;     // for every input; else from a name like airtemp_49x37x240.f32
@@ -75,6 +80,7 @@ int run_eval(const EvalArgs& a);
 int run_gen(const GenArgs& a);
 int run_bench(const BenchArgs& a);
 int run_sweep(const SweepArgs& a);
+int run_compare(const CompareArgs& a);
 
 // Shared by the commands.
 Device parse_device(const std::string& name);
@@ -97,6 +103,10 @@ void write_file(const std::string& path, const uint8_t* data, uint64_t size);
 // device and inode: another path, a hard link or a symlink to it), before any work is done.
 void check_output(const std::string& output, const std::string& input);
 double median(std::vector<double> values);
+// The reconstruction's errors and similarity to the original (host memory), as eval, sweep
+// and compare report them: psnr_db, nrmse, ssim, pearson, error_autocorrelation,
+// max_abs_error, max_rel_error and violations (points over the absolute error_bound).
+nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound);
 // One field through one config at one bound: end to end (host to host, median of `repeat`
 // after a warm-up round trip) and, on the GPU, kernel-only (field and file resident on the
 // device, CUDA events) with the peak device memory; the reconstruction's errors and

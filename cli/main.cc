@@ -9,7 +9,7 @@
 
 namespace {
 
-const char* const commands[] = {"compress", "decompress", "info", "eval", "gen", "bench", "sweep"};
+const char* const commands[] = {"compress", "decompress", "info", "eval", "gen", "bench", "sweep", "compare"};
 
 // What -t accepts depends on the command: gen makes floating-point fields only.
 const char* const lossy_types_help = "element type: f32, f64 (or u8, u16, u32, i32 with -m lossless)";
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   // The first word names the command; say so when it names none.
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
     std::cerr << "fzg: error: unknown command '" << argv[1]
-              << "' (expected compress, decompress, info, eval, gen, bench or sweep)\n";
+              << "' (expected compress, decompress, info, eval, gen, bench, sweep or compare)\n";
     return 1;
   }
 
@@ -158,6 +158,16 @@ int main(int argc, char** argv) {
       "throughput and peak device memory are measured on the GPU only. Exit status 3 when a point misses the "
       "bound.\n");
 
+  CompareArgs compare_args;
+  auto* compare = app.add_subcommand("compare", "errors and similarity of a reconstruction (any compressor's) to its original");
+  add_field_options(compare, compare_args.field, true, false, lossy_types_help);
+  compare->add_option("-r,--reconstructed", compare_args.reconstructed, "the reconstruction: raw, same type and dims")
+      ->required();
+  compare->add_option("--bound", compare_args.error_bound, "absolute error bound to count violations against (0: none)")
+      ->capture_default_str();
+  compare->footer("Prints JSON: the metrics of fzg eval and sweep, computed by the same code. Exit status 3 when a "
+                  "point misses the bound.\n");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -172,6 +182,7 @@ int main(int argc, char** argv) {
     if (gen->parsed()) return run_gen(gen_args);
     if (bench->parsed()) return run_bench(bench_args);
     if (sweep->parsed()) return run_sweep(sweep_args);
+    if (compare->parsed()) return run_compare(compare_args);
   } catch (const fzg::Error& e) {
     std::cerr << "fzg: error: " << e.what() << "\n";
     return 1;

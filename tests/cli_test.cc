@@ -363,7 +363,7 @@ TEST_F(Cli, VersionIsTheProjectVersion) {
 TEST_F(Cli, UnknownCommandIsNamed) {
   const CommandResult r = run("compres -i x");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "fzg: error: unknown command 'compres' (expected compress, decompress, info, eval, gen, bench or sweep)\n");
+  EXPECT_EQ(r.err, "fzg: error: unknown command 'compres' (expected compress, decompress, info, eval, gen, bench, sweep or compare)\n");
 }
 
 TEST_F(Cli, UsageErrorsAreOneLineAndExitOne) {
@@ -699,6 +699,31 @@ TEST_F(Cli, SweepRefusesBadPlansBeforeRunning) {
     EXPECT_FALSE(exists(path("x.csv"))) << bad;
   }
   EXPECT_EQ(slurp(path("not-a-sweep.csv")), "x,y\n1,2\n");
+}
+
+// fzg compare reports a reconstruction's metrics by the code eval uses: the same numbers for
+// the same round trip, violations only against a given bound.
+TEST_F(Cli, CompareGivesEvalsMetricsForAnyReconstruction) {
+  write_field("a.f32", 40 * 30 * 5);
+  const std::string field = " -i " + path("a.f32") + " -l 40x30x5";
+  ASSERT_EQ(run("compress" + field + " -m abs -e 0.01 -o " + path("a.fzg")).exit_code, 0);
+  ASSERT_EQ(run("decompress -i " + path("a.fzg") + " -o " + path("a.out")).exit_code, 0);
+  const CommandResult eval = run("eval" + field + " -m abs -e 0.01 --repeat 1 --json");
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  const CommandResult held = run("compare" + field + " -r " + path("a.out") + " --bound 0.01");
+  ASSERT_EQ(held.exit_code, 0) << held.err;
+  const nlohmann::json e = nlohmann::json::parse(eval.out), c = nlohmann::json::parse(held.out);
+  for (const char* key : {"psnr_db", "nrmse", "ssim", "pearson", "error_autocorrelation", "max_abs_error", "violations"})
+    EXPECT_EQ(c[key], e[key]) << key;
+  const CommandResult tighter = run("compare" + field + " -r " + path("a.out") + " --bound 0.001");
+  EXPECT_EQ(tighter.exit_code, 3);
+  EXPECT_GT(nlohmann::json::parse(tighter.out)["violations"].get<uint64_t>(), 0u);
+  const CommandResult unbounded = run("compare" + field + " -r " + path("a.out"));
+  EXPECT_EQ(unbounded.exit_code, 0);
+  EXPECT_FALSE(nlohmann::json::parse(unbounded.out).contains("violations"));
+  const CommandResult wrong = run("compare -i " + path("a.f32") + " -l 40x30x4 -r " + path("a.out"));
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_EQ(lines(wrong.err), 1) << wrong.err;
 }
 
 }  // namespace fzg
