@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "bench/fzgpu_reference.hh"
+#include "cli/described_input.hh"
 #include "cli/progress.hh"
 #include "runtime/timer.hh"
 #include "tools/metrics.hh"
@@ -367,6 +368,26 @@ FieldRef load_field(const FieldArgs& a, Buffer& bytes) {
   // Where the field comes from first, then what it is.
   if (a.gen_kind.empty() && a.input.empty())
     fail(ErrorCode::invalid_argument, "an input is required (-i FILE, or --gen KIND)");
+  if (a.gen_kind.empty() && (is_npy(a.input) || is_hdf5_dataset(a.input))) {
+    // The file says what it holds; -l, when given, must say the same, and -t (default f32)
+    // may only name the file's own type.
+    DescribedInput in = is_npy(a.input) ? read_npy(a.input) : read_hdf5_dataset(a.input);
+    FieldRef f;
+    f.dtype = in.dtype;
+    f.dims = Dims::make(in.dims);
+    if (!a.dims.empty() && parse_dims(a.dims, a.slowest_first).to_string() != f.dims.to_string())
+      fail(ErrorCode::invalid_argument, "'" + a.input + "' holds " + f.dims.to_string() + " values, not the " +
+                                            parse_dims(a.dims, a.slowest_first).to_string() + " of -l");
+    if (a.type != "f32" && parse_dtype(a.type) != f.dtype)
+      fail(ErrorCode::invalid_argument, "'" + a.input + "' holds " + to_string(f.dtype) + " values, not " + a.type);
+    for (const std::string& fill : in.fill_values)
+      std::cerr << "fzg: note: '" << a.input << "' marks missing points with " << fill
+                << "; they count as values (in the range and the bound) until fill masks exist\n";
+    bytes = std::move(in.bytes);
+    f.data = bytes.data();
+    f.where = Location::host;
+    return f;
+  }
   FieldRef f;
   f.dtype = parse_dtype(a.type);
   if (a.dims.empty()) fail(ErrorCode::invalid_argument, "the field's dimensions are required (-l, e.g. 500x500x100)");
@@ -627,7 +648,7 @@ int run_compare(const CompareArgs& a) {
   const FieldRef reconstructed = load_field(other, reconstructed_bytes);
   if (!(a.error_bound >= 0)) fail(ErrorCode::invalid_argument, "--bound must be a non-negative absolute error");
   nlohmann::json report = {{"field", a.field.input}, {"reconstructed", a.reconstructed},
-                           {"dims", original.dims.to_string()}, {"dtype", a.field.type}};
+                           {"dims", original.dims.to_string()}, {"dtype", to_string(original.dtype)}};
   report.update(quality_report(original, reconstructed.data, a.error_bound));
   if (a.error_bound == 0) report.erase("violations");  // no bound to count against
   std::cout << dump_json(report) << "\n";
@@ -727,7 +748,7 @@ int run_eval(const EvalArgs& a) {
   const std::string source = a.field.gen_kind.empty() ? a.field.input : "gen:" + a.field.gen_kind;
   const bool lossless = bound.mode == ErrorMode::lossless;
   nlohmann::json report = {{"field", source},
-                           {"dtype", a.field.type},
+                           {"dtype", to_string(field.dtype)},
                            {"dims", field.dims.to_string()},
                            {"mode", a.codec.mode},
                            {"config", graph.name()},
@@ -742,7 +763,7 @@ int run_eval(const EvalArgs& a) {
     char bound_text[96] = "lossless";
     if (!lossless)
       std::snprintf(bound_text, sizeof bound_text, "%s %g (absolute %.4g)", a.codec.mode.c_str(), bound.value, absolute);
-    std::printf("fzg eval: %s, %s %s, %s, config %s, device %s\n", source.c_str(), a.field.type.c_str(),
+    std::printf("fzg eval: %s, %s %s, %s, config %s, device %s\n", source.c_str(), to_string(field.dtype).c_str(),
                 field.dims.to_string().c_str(), bound_text, graph.name().c_str(), device == Device::cuda ? "cuda" : "cpu");
     std::printf("  ratio          %.3f  (%.3f bits/value, %llu -> %llu bytes)\n", r["ratio"].get<double>(),
                 r["bits_per_value"].get<double>(), (unsigned long long)field.size_bytes(),

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli/commands.hh"
+#include "cli/described_input.hh"
 #include "cli/progress.hh"
 
 namespace fzg::cli {
@@ -43,9 +44,14 @@ struct FieldSpec {
 };
 
 // The dimensions and type a raw file's name gives, as the datasets are named:
-// "airtemp-a1b_49x37x240.f32" (the same order as -l).
+// "airtemp-a1b_49x37x240.f32" (the same order as -l); .npy files and HDF5 datasets carry
+// their own.
 FieldSpec spec_from_name(const std::string& input, const std::string& dims, const std::string& type) {
   FieldSpec f{input, dims, type};
+  if (is_npy(input) || is_hdf5_dataset(input)) {  // the file says; -l and -t, if given, must agree
+    if (f.type.empty()) f.type = "f32";
+    return f;
+  }
   static const std::regex named(R"(_([0-9]+(x[0-9]+)*)\.(f32|f64)$)");
   std::smatch match;
   const bool found = std::regex_search(input, match, named);
@@ -254,6 +260,11 @@ int run_sweep(const SweepArgs& a) {
   std::vector<ErrorBound> bounds;
   for (double b : plan.bounds) bounds.push_back(parse_bound({plan.mode, b, "", plan.device, 0}));
   for (const FieldSpec& f : plan.fields) {
+    if (is_npy(f.input) || is_hdf5_dataset(f.input)) {
+      std::ifstream probe(is_npy(f.input) ? f.input : f.input.substr(0, f.input.find(":/")));
+      if (!probe) fail(ErrorCode::io, "cannot open '" + f.input + "': " + std::strerror(errno));
+      continue;
+    }
     const std::optional<FieldSize> size = field_size(f.dims, parse_dtype(f.type));
     if (!size || size->overflows) fail(ErrorCode::invalid_argument, "bad dimensions '" + f.dims + "' for '" + f.input + "'");
     std::ifstream probe(f.input, std::ios::binary | std::ios::ate);
@@ -291,7 +302,7 @@ int run_sweep(const SweepArgs& a) {
         const nlohmann::json r = round_trip_report(graph, *field, bound, device, a.repeat, [] {});
         row.update(r);
         row["dims"] = field->dims.to_string();
-        row["dtype"] = f.type;
+        row["dtype"] = to_string(field->dtype);
         row["bound_held"] = r["violations"].get<uint64_t>() == 0 ? "yes" : "no";
         misses += r["violations"].get<uint64_t>() ? 1 : 0;
         rows.push_back(row);
