@@ -36,6 +36,28 @@ cp "$dir/r.csv" "$dir/before.csv"
 "$fzg" sweep -i "$fields" -c "$src/configs/fz.json,$src/configs/ratio.json" -e 1e-2,1e-3 -o "$dir/r.csv" 2>/dev/null
 python3 "$src/scripts/peers.py" --fzg "$fzg" -i "$fields" -e 1e-2,1e-3 -o "$dir/r.csv" 2>/dev/null
 cmp -s "$dir/r.csv" "$dir/before.csv" || fail "a resumed sweep changed the results"
+# datasets/fetch on a small manifest, from archives at hand (no network): sizes checked, the
+# sweep command printed; an archive with a field of the wrong size is refused.
+mkdir -p "$dir/fetch/archives" "$dir/fetch/good/tiny" "$dir/fetch/bad/tiny"
+python3 - "$dir/fetch" <<'PY'
+import json, sys
+d = sys.argv[1]
+open(d + "/good/tiny/a.f32", "wb").write(bytes(48))
+open(d + "/good/tiny/b.f32", "wb").write(bytes(48))
+open(d + "/bad/tiny/a.f32", "wb").write(bytes(40))
+json.dump({"url_base": "https://invalid.example/", "datasets": [
+    {"name": "tiny", "application": "test", "archive": "x/tiny.tar.gz", "folder": "tiny", "pattern": "*.f32",
+     "dims": [4, 3], "dtype": "f32", "field_bytes": 48}]}, open(d + "/manifest.json", "w"))
+PY
+tar -czf "$dir/fetch/archives/tiny.tar.gz" -C "$dir/fetch/good" tiny
+printed=$(python3 "$src/datasets/fetch" --manifest "$dir/fetch/manifest.json" --archives "$dir/fetch/archives" \
+  --dir "$dir/fetch/out" --fzg "$fzg" tiny 2>/dev/null)
+[[ "$printed" == *"-l 4x3 -t f32"* && "$printed" == *"tiny/b.f32"* ]] || fail "fetch printed: $printed"
+tar -czf "$dir/fetch/archives/tiny.tar.gz" -C "$dir/fetch/bad" tiny
+if python3 "$src/datasets/fetch" --manifest "$dir/fetch/manifest.json" --archives "$dir/fetch/archives" \
+  --dir "$dir/fetch/bad-out" tiny >/dev/null 2>&1; then fail "fetch accepted a field of the wrong size"; fi
+python3 "$src/datasets/fetch" --list >/dev/null || fail "the SDRBench manifest does not list"
+
 if python3 -c "import matplotlib" 2>/dev/null; then
   python3 "$src/scripts/plot.py" curves "$dir/r.csv" -o "$dir/figures" >/dev/null
   for f in rate_distortion ratio_vs_bound throughput; do
