@@ -1,0 +1,166 @@
+/* The C API from C: round trips at each mode and type, the bound held, decompression into a
+ * caller's array, file info, the shipped configs, and every error a caller can make turned
+ * into a status and a message (never an abort). On the GPU too where one is present. Prints
+ * each failed check and exits non-zero on any. */
+#include <fzg.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+#define CHECK(cond)                                                \
+  do {                                                             \
+    if (!(cond)) {                                                 \
+      fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                  \
+    }                                                              \
+  } while (0)
+
+static float* smooth_field(size_t n) {
+  float* v = malloc(n * sizeof *v);
+  for (size_t i = 0; i < n; ++i) v[i] = (float)(sin(0.01 * (double)i) * 100.0 + cos(0.003 * (double)i) * 7.0);
+  v[17] = NAN;
+  v[23] = INFINITY;
+  return v;
+}
+
+/* Compress and decompress with ctx's settings; the largest error over finite points, or -1
+ * when a NaN or Inf did not come back as it was. */
+static double round_trip(fzg_context* ctx, const float* in, const size_t* dims, int rank, size_t n, double* ratio,
+                         fzg_file_info* info) {
+  const size_t cap = fzg_max_compressed_size(ctx, FZG_F32, dims, rank);
+  CHECK(cap > 0);
+  unsigned char* file = malloc(cap);
+  size_t size = 0;
+  fzg_status s = fzg_compress(ctx, in, FZG_F32, dims, rank, file, cap, &size);
+  CHECK(s == FZG_OK);
+  if (s != FZG_OK) fprintf(stderr, "  %s\n", fzg_last_error(ctx));
+  CHECK(strcmp(fzg_last_error(ctx), "") == 0);
+  CHECK(size > 0 && size <= cap);
+  *ratio = (double)(n * sizeof(float)) / (double)size;
+  CHECK(fzg_file_info_of(ctx, file, size, info) == FZG_OK);
+  float* out = malloc(n * sizeof *out);
+  CHECK(fzg_decompress(ctx, file, size, out, n * sizeof *out) == FZG_OK);
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (isnan(in[i]) || isinf(in[i])) {
+      if (!(isnan(in[i]) ? isnan(out[i]) : out[i] == in[i])) worst = -1;
+    } else if (worst >= 0 && fabs((double)out[i] - (double)in[i]) > worst) {
+      worst = fabs((double)out[i] - (double)in[i]);
+    }
+  }
+  free(out);
+  free(file);
+  return worst;
+}
+
+static void lossy_round_trips(fzg_context* ctx) {
+  const size_t dims[3] = {50, 40, 30}, n = 50 * 40 * 30;
+  float* in = smooth_field(n);
+  double ratio = 0;
+  fzg_file_info info;
+  CHECK(fzg_set_bound(ctx, FZG_ABS, 0.01) == FZG_OK);
+  const double worst = round_trip(ctx, in, dims, 3, n, &ratio, &info);
+  CHECK(worst >= 0 && worst <= 0.01);
+  CHECK(ratio > 2);
+  CHECK(info.dtype == FZG_F32 && info.rank == 3 && info.dims[0] == 50 && info.dims[1] == 40 && info.dims[2] == 30);
+  CHECK(info.original_bytes == n * sizeof(float) && info.mode == FZG_ABS && info.absolute_bound == 0.01);
+
+  CHECK(fzg_set_bound(ctx, FZG_REL, 1e-3) == FZG_OK);
+  const double rel_worst = round_trip(ctx, in, dims, 2, 50 * 40, &ratio, &info);
+  CHECK(rel_worst >= 0 && rel_worst <= info.absolute_bound && info.absolute_bound > 0 && info.rank == 2);
+
+  static const char* configs[] = {"fz", "cusz", "ratio", "gpulz", "fz-gpulz"};
+  for (size_t c = 0; c < sizeof configs / sizeof *configs; ++c) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/configs/%s.json", FZG_SOURCE_DIR, configs[c]);
+    CHECK(fzg_set_config_file(ctx, path) == FZG_OK);
+    const double w = round_trip(ctx, in, dims, 3, n, &ratio, &info);
+    CHECK(w >= 0 && w <= info.absolute_bound);
+  }
+  CHECK(fzg_set_config_file(ctx, NULL) == FZG_OK);
+  free(in);
+}
+
+static void lossless_bytes(fzg_context* ctx) {
+  const size_t dims[1] = {1001};
+  unsigned short in[1001], out[1001];
+  for (int i = 0; i < 1001; ++i) in[i] = (unsigned short)(i * 37 % 251);
+  CHECK(fzg_set_bound(ctx, FZG_LOSSLESS, 0) == FZG_OK);
+  const size_t cap = fzg_max_compressed_size(ctx, FZG_U16, dims, 1);
+  unsigned char* file = malloc(cap);
+  size_t size = 0;
+  CHECK(fzg_compress(ctx, in, FZG_U16, dims, 1, file, cap, &size) == FZG_OK);
+  CHECK(fzg_decompress(ctx, file, size, out, sizeof out) == FZG_OK);
+  CHECK(memcmp(in, out, sizeof in) == 0);
+  fzg_file_info info;
+  CHECK(fzg_file_info_of(ctx, file, size, &info) == FZG_OK && info.mode == FZG_LOSSLESS && info.dtype == FZG_U16);
+  free(file);
+}
+
+static void errors_are_statuses(fzg_context* ctx) {
+  const size_t dims[3] = {20, 10, 5}, bad_dims[2] = {20, 0};
+  float in[1000];
+  for (int i = 0; i < 1000; ++i) in[i] = (float)i;
+  unsigned char file[16384];
+  size_t size = 0;
+  CHECK(fzg_set_bound(ctx, FZG_REL, 1e-3) == FZG_OK);
+  CHECK(fzg_compress(ctx, in, FZG_F32, dims, 3, file, sizeof file, &size) == FZG_OK);
+
+  CHECK(fzg_set_bound(ctx, FZG_REL, 2.0) == FZG_ERROR_INVALID_ARGUMENT && strlen(fzg_last_error(ctx)) > 0);
+  CHECK(fzg_set_bound(ctx, (fzg_mode)9, 1e-3) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_set_bound(ctx, FZG_ABS, -1) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_set_config_json(ctx, "{\"stages\": 3}") == FZG_ERROR_INVALID_CONFIG);
+  CHECK(fzg_set_config_file(ctx, "/nonexistent/config.json") != FZG_OK && strlen(fzg_last_error(ctx)) > 0);
+  CHECK(fzg_set_device(ctx, (fzg_device)7) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_set_locations(ctx, (fzg_memory)3, FZG_HOST_MEMORY) == FZG_ERROR_INVALID_ARGUMENT);
+  if (!fzg_cuda_available()) {
+    CHECK(fzg_set_device(ctx, FZG_DEVICE_CUDA) == FZG_ERROR_UNSUPPORTED);
+    CHECK(fzg_set_locations(ctx, FZG_DEVICE_MEMORY, FZG_HOST_MEMORY) == FZG_ERROR_UNSUPPORTED);
+  }
+  size_t other = 0;
+  CHECK(fzg_compress(ctx, in, FZG_F32, bad_dims, 2, file, sizeof file, &other) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_compress(ctx, in, FZG_F32, dims, 4, file, sizeof file, &other) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_compress(ctx, in, (fzg_dtype)0, dims, 3, file, sizeof file, &other) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_compress(ctx, NULL, FZG_F32, dims, 3, file, sizeof file, &other) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_compress(ctx, in, FZG_F32, dims, 3, file, 10, &other) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(fzg_last_error(ctx), "capacity") != NULL);
+  CHECK(fzg_max_compressed_size(ctx, FZG_F32, bad_dims, 2) == 0 && strlen(fzg_last_error(ctx)) > 0);
+
+  float out[1000];
+  CHECK(fzg_decompress(ctx, file, size, out, 10) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_decompress(ctx, file, size / 2, out, sizeof out) == FZG_ERROR_CORRUPT_DATA);
+  unsigned char damaged[16384];
+  memcpy(damaged, file, size);
+  damaged[size - 3] ^= 0x40;
+  CHECK(fzg_decompress(ctx, damaged, size, out, sizeof out) == FZG_ERROR_CORRUPT_DATA);
+  CHECK(strlen(fzg_last_error(ctx)) > 0);
+  fzg_file_info info;
+  CHECK(fzg_file_info_of(ctx, "not a file at all", 17, &info) == FZG_ERROR_CORRUPT_DATA);
+  CHECK(fzg_decompress(ctx, file, size, out, sizeof out) == FZG_OK && strcmp(fzg_last_error(ctx), "") == 0);
+
+  CHECK(fzg_compress(NULL, in, FZG_F32, dims, 3, file, sizeof file, &other) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(strcmp(fzg_error_string(FZG_ERROR_CORRUPT_DATA), "corrupt data") == 0);
+}
+
+int main(void) {
+  fzg_context* ctx = fzg_create();
+  CHECK(ctx != NULL);
+  CHECK(fzg_set_device(ctx, FZG_DEVICE_CPU) == FZG_OK);
+  lossy_round_trips(ctx);
+  lossless_bytes(ctx);
+  errors_are_statuses(ctx);
+  if (fzg_cuda_available()) {
+    CHECK(fzg_set_device(ctx, FZG_DEVICE_CUDA) == FZG_OK);
+    lossy_round_trips(ctx);
+    lossless_bytes(ctx);
+    printf("C API: CPU and CUDA checked\n");
+  } else {
+    printf("C API: CPU checked (no CUDA device here)\n");
+  }
+  fzg_destroy(ctx);
+  if (failures) fprintf(stderr, "%d checks failed\n", failures);
+  return failures ? 1 : 0;
+}
