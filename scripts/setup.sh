@@ -3,9 +3,10 @@
 # CUDA is optional: with nvcc on the PATH (or in /usr/local/cuda/bin) the CUDA backend builds too.
 # pkg-config is for tests/package/check.sh (the installed fzg.pc).
 set -euo pipefail
-# libhdf5-dev lets fzg read HDF5 / NetCDF-4 datasets; python3-numpy, -matplotlib and -h5py run the
-# tests of the evaluation workflow and of those inputs (tests/evaluation_test.sh, described_inputs_test.sh).
-packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libhdf5-dev
+# libhdf5-dev lets fzg read HDF5 / NetCDF-4 datasets and builds its HDF5 filter (hdf5-tools
+# tests it); python3-numpy, -matplotlib and -h5py run the tests of the evaluation workflow and
+# of those inputs (tests/evaluation_test.sh, described_inputs_test.sh).
+packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libhdf5-dev hdf5-tools
           python3-numpy python3-matplotlib python3-h5py)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,176 @@
+// fzg as an HDF5 filter plugin (libh5z_fzg.so, found through HDF5_PLUGIN_PATH), over the C
+// API. Filter id 305, in HDF5's range for unregistered filters (256-511) until The HDF Group
+// assigns one.
+//
+// The user's cd_values: { mode, bound's low 32 bits, bound's high 32 bits [, config name] }
+// with mode 1 abs, 2 rel, 3 psnr, 4 lossless (fzg.h's fzg_mode), the bound an IEEE double,
+// and the config name (a shipped config: "ratio", "cusz", ...; default "fz") packed four
+// bytes a value, little-endian, zero-padded. At dataset creation set_local adds the type and
+// the chunk's shape, which the filter callback is not given:
+//   { magic 0x465A4701, mode, low, high, dtype, rank, dim fastest, ..., dim slowest, name... }
+// A chunk decompresses from its own bytes (an .fzg file), needing no cd_values at all.
+#include <H5PLextern.h>
+#include <hdf5.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capi/fzg.h"
+
+namespace {
+
+constexpr H5Z_filter_t filter_id = 305;
+constexpr unsigned magic = 0x465A4701u;  // "FZG" 1: the layout set_local writes
+constexpr size_t fixed_values = 6;         // magic, mode, low, high, dtype, rank
+
+// The dataset's element type as fzg's, or 0 when fzg cannot take it.
+fzg_dtype dtype_of(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  if (cls == H5T_FLOAT) return size == 4 ? FZG_F32 : size == 8 ? FZG_F64 : fzg_dtype(0);
+  if (cls == H5T_INTEGER) {
+    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+    if (size == 1 && !is_signed) return FZG_U8;
+    if (size == 2 && !is_signed) return FZG_U16;
+    if (size == 4) return is_signed ? FZG_I32 : FZG_U32;
+  }
+  return fzg_dtype(0);
+}
+
+// The config name packed in values [from, count).
+std::string config_name(size_t count, const unsigned* values, size_t from) {
+  std::string name;
+  for (size_t i = from; i < count; ++i)
+    for (int b = 0; b < 4; ++b)
+      if (const char c = char((values[i] >> (8 * b)) & 0xff)) name += c;
+  return name;
+}
+
+// The shipped config `name`: built in ("fz"), or NAME.json in $FZG_CONFIG_DIR or in the
+// installed configs.
+fzg_status use_config(fzg_context* ctx, const std::string& name) {
+  if (name.empty() || name == "fz") return fzg_set_config_file(ctx, nullptr);
+  if (name.find('/') != std::string::npos) return FZG_ERROR_INVALID_ARGUMENT;
+  const char* dir = std::getenv("FZG_CONFIG_DIR");
+  return fzg_set_config_file(ctx, ((dir ? std::string(dir) : std::string(FZG_INSTALLED_CONFIGS)) + "/" + name + ".json").c_str());
+}
+
+// Sets ctx's bound and config from set_local's values; false when fzg refuses them.
+bool configure(fzg_context* ctx, size_t count, const unsigned* values) {
+  if (count < fixed_values || values[0] != magic) return false;
+  const unsigned rank = values[5];
+  if (rank < 1 || rank > 3 || count < fixed_values + rank) return false;
+  double bound = 0;
+  const uint64_t bits = uint64_t(values[2]) | uint64_t(values[3]) << 32;
+  std::memcpy(&bound, &bits, sizeof bound);
+  return fzg_set_bound(ctx, fzg_mode(values[1]), bound) == FZG_OK &&
+         use_config(ctx, config_name(count, values, fixed_values + rank)) == FZG_OK;
+}
+
+bool settings_usable(const std::vector<unsigned>& values) {
+  fzg_context* ctx = fzg_create();
+  const bool ok = ctx && configure(ctx, values.size(), values.data());
+  fzg_destroy(ctx);
+  return ok;
+}
+
+htri_t can_apply(hid_t, hid_t type, hid_t) {
+  if (dtype_of(type) == 0) return 0;
+  // A big-endian dataset would reach the filter as big-endian bytes: fzg reads little-endian.
+  return H5Tget_order(type) == H5T_ORDER_LE || H5Tget_size(type) == 1 ? 1 : 0;
+}
+
+herr_t set_local(hid_t dcpl, hid_t type, hid_t) {
+  unsigned flags = 0;
+  size_t count = 32;
+  unsigned values[32] = {};
+  if (H5Pget_filter_by_id2(dcpl, filter_id, &flags, &count, values, 0, nullptr, nullptr) < 0) return -1;
+  if (count > 32) return -1;
+  std::vector<unsigned> user;
+  if (count > 0 && values[0] == magic) {  // already set (a copied property list): keep its name
+    if (count < fixed_values) return -1;
+    user.assign(values + 1, values + 4);
+    const unsigned rank = values[5];
+    if (count >= fixed_values + rank) user.insert(user.end(), values + fixed_values + rank, values + count);
+  } else {
+    if (count < 3) return -1;  // mode and bound are required
+    user.assign(values, values + count);
+  }
+  int rank = H5Pget_chunk(dcpl, 0, nullptr);
+  if (rank < 1 || rank > 3) return -1;  // fzg fields have 1 to 3 dimensions
+  hsize_t chunk[3] = {1, 1, 1};
+  H5Pget_chunk(dcpl, rank, chunk);
+  std::vector<unsigned> local = {magic, user[0], user[1], user[2], unsigned(dtype_of(type)), unsigned(rank)};
+  for (int d = rank - 1; d >= 0; --d) local.push_back(unsigned(chunk[d]));  // HDF5 lists the slowest first
+  local.insert(local.end(), user.begin() + 3, user.end());
+  // A bound or config the filter could not use fails the dataset's creation, not a later
+  // write of its chunks.
+  if (dtype_of(type) == 0 || !settings_usable(local)) return -1;
+  return H5Pmodify_filter(dcpl, filter_id, flags, local.size(), local.data());
+}
+
+size_t compress_chunk(size_t count, const unsigned* values, size_t bytes, size_t* buffer_size, void** buffer) {
+  fzg_context* ctx = fzg_create();
+  if (!ctx) return 0;
+  size_t written = 0;
+  void* file = nullptr;
+  if (configure(ctx, count, values)) {
+    const unsigned rank = values[5];
+    size_t dims[3] = {1, 1, 1};
+    for (unsigned d = 0; d < rank; ++d) dims[d] = values[fixed_values + d];
+    const fzg_dtype dtype = fzg_dtype(values[4]);
+    const size_t capacity = fzg_max_compressed_size(ctx, dtype, dims, int(rank));
+    file = capacity ? std::malloc(capacity) : nullptr;
+    size_t expected = dims[0] * dims[1] * dims[2];
+    expected *= (dtype == FZG_F64 ? 8 : dtype == FZG_U8 ? 1 : dtype == FZG_U16 ? 2 : 4);
+    if (file && bytes == expected &&
+        fzg_compress(ctx, *buffer, dtype, dims, int(rank), file, capacity, &written) != FZG_OK)
+      written = 0;
+  }
+  fzg_destroy(ctx);
+  if (written == 0) {
+    std::free(file);
+    return 0;
+  }
+  std::free(*buffer);
+  *buffer = file, *buffer_size = written;
+  return written;
+}
+
+size_t decompress_chunk(size_t bytes, size_t* buffer_size, void** buffer) {
+  fzg_context* ctx = fzg_create();
+  if (!ctx) return 0;
+  fzg_file_info info;
+  void* field = nullptr;
+  size_t size = 0;
+  if (fzg_file_info_of(ctx, *buffer, bytes, &info) == FZG_OK && (field = std::malloc(info.original_bytes)) &&
+      fzg_decompress(ctx, *buffer, bytes, field, info.original_bytes) == FZG_OK)
+    size = info.original_bytes;
+  fzg_destroy(ctx);
+  if (size == 0) {
+    std::free(field);
+    return 0;
+  }
+  std::free(*buffer);
+  *buffer = field, *buffer_size = size;
+  return size;
+}
+
+size_t filter(unsigned flags, size_t count, const unsigned values[], size_t bytes, size_t* buffer_size, void** buffer) {
+  return (flags & H5Z_FLAG_REVERSE) ? decompress_chunk(bytes, buffer_size, buffer)
+                                    : compress_chunk(count, values, bytes, buffer_size, buffer);
+}
+
+const H5Z_class2_t filter_class = {
+    H5Z_CLASS_T_VERS, filter_id, 1, 1, "fzg: error-bounded lossy compression", can_apply,
+    set_local, filter};
+
+}  // namespace
+
+extern "C" {
+H5PL_type_t H5PLget_plugin_type(void) { return H5PL_TYPE_FILTER; }
+const void* H5PLget_plugin_info(void) { return &filter_class; }
+}
