@@ -10,17 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
+
 #define FZG_FILTER 305
 enum { NZ = 20, NY = 30, NX = 40, N = NZ * NY * NX };
 
-static int failures = 0;
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);    \
-      ++failures;                                                            \
-    }                                                                        \
-  } while (0)
 
 /* cd_values for mode, bound and an optional config name. */
 static size_t cd_values(unsigned mode, double bound, const char* name, unsigned* v) {
