@@ -112,6 +112,18 @@ herr_t set_local(hid_t dcpl, hid_t type, hid_t) {
   return H5Pmodify_filter(dcpl, filter_id, flags, local.size(), local.data());
 }
 
+// A filter's result: `result` (malloc'ed, `size` bytes) replaces HDF5's buffer; size 0 is a
+// failure, which leaves the buffer as it was and frees `result`.
+size_t hand_over(void* result, size_t size, size_t* buffer_size, void** buffer) {
+  if (size == 0) {
+    std::free(result);
+    return 0;
+  }
+  std::free(*buffer);
+  *buffer = result, *buffer_size = size;
+  return size;
+}
+
 size_t compress_chunk(size_t count, const unsigned* values, size_t bytes, size_t* buffer_size, void** buffer) {
   fzg_context* ctx = fzg_create();
   if (!ctx) return 0;
@@ -131,13 +143,7 @@ size_t compress_chunk(size_t count, const unsigned* values, size_t bytes, size_t
       written = 0;
   }
   fzg_destroy(ctx);
-  if (written == 0) {
-    std::free(file);
-    return 0;
-  }
-  std::free(*buffer);
-  *buffer = file, *buffer_size = written;
-  return written;
+  return hand_over(file, written, buffer_size, buffer);
 }
 
 size_t decompress_chunk(size_t bytes, size_t* buffer_size, void** buffer) {
@@ -150,13 +156,7 @@ size_t decompress_chunk(size_t bytes, size_t* buffer_size, void** buffer) {
       fzg_decompress(ctx, *buffer, bytes, field, info.original_bytes) == FZG_OK)
     size = info.original_bytes;
   fzg_destroy(ctx);
-  if (size == 0) {
-    std::free(field);
-    return 0;
-  }
-  std::free(*buffer);
-  *buffer = field, *buffer_size = size;
-  return size;
+  return hand_over(field, size, buffer_size, buffer);
 }
 
 size_t filter(unsigned flags, size_t count, const unsigned values[], size_t bytes, size_t* buffer_size, void** buffer) {
