@@ -364,7 +364,26 @@ constexpr const char* stored_exactly_note = "stored exactly: the lossy coding wa
 
 std::string dump_json(const nlohmann::json& j) { return finite_or_string(j).dump(2); }
 
-FieldRef load_field(const FieldArgs& a, Buffer& bytes) {
+std::vector<double> fill_values_for(const CodecArgs& a, const std::vector<double>& file_fill_values) {
+  if (a.fill.empty()) return file_fill_values;
+  std::vector<double> values;
+  for (const std::string& text : a.fill) {
+    if (text == "none") {
+      if (a.fill.size() > 1) fail(ErrorCode::invalid_argument, "--fill none cannot be combined with fill values");
+      return {};
+    }
+    values.push_back(parse_fill_value(text));
+  }
+  return values;
+}
+
+Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values) {
+  const Graph graph = load_graph(a.config);
+  if (fill_values.empty() || parse_error_mode(a.mode) == ErrorMode::lossless) return graph;
+  return graph.with_fill_values(fill_values);
+}
+
+FieldRef load_field(const FieldArgs& a, Buffer& bytes, std::vector<double>* file_fill_values) {
   // Where the field comes from first, then what it is.
   if (a.gen_kind.empty() && a.input.empty())
     fail(ErrorCode::invalid_argument, "an input is required (-i FILE, or --gen KIND)");
@@ -381,9 +400,7 @@ FieldRef load_field(const FieldArgs& a, Buffer& bytes) {
            "'" + a.input + "' holds " + f.dims.to_string() + " values, not the " + given + " of -l");
     if (a.type != "f32" && parse_dtype(a.type) != f.dtype)
       fail(ErrorCode::invalid_argument, "'" + a.input + "' holds " + to_string(f.dtype) + " values, not " + a.type);
-    for (const std::string& fill : in.fill_values)
-      std::cerr << "fzg: note: '" << a.input << "' marks missing points with " << fill
-                << "; they count as values (in the range and the bound) until fill masks exist\n";
+    if (file_fill_values) *file_fill_values = in.missing_values;
     bytes = std::move(in.bytes);
     f.data = bytes.data();
     f.where = Location::host;
@@ -423,13 +440,14 @@ int run_compress(const CompressArgs& a) {
   if (a.field.input.empty()) fail(ErrorCode::invalid_argument, "an input is required (-i FILE, or -i - for standard input)");
   if (a.output.empty()) fail(ErrorCode::invalid_argument, "an output is required (-o FILE or -o -)");
   check_output(a.output, a.field.input);
-  const Graph graph = load_graph(a.codec.config);
   CompressOptions options;
   options.bound = parse_bound(a.codec);
   options.device = parse_device(a.codec.device);
   options.device_memory_budget = a.codec.device_memory_mb << 20;
   Buffer storage;
-  const FieldRef field = load_field(a.field, storage);
+  std::vector<double> file_fill_values;
+  const FieldRef field = load_field(a.field, storage, &file_fill_values);
+  const Graph graph = graph_for(a.codec, fill_values_for(a.codec, file_fill_values));
   Buffer file;
   {
     // One library call, no progress to measure: the time it has taken, honestly.
@@ -742,12 +760,13 @@ nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, cons
 }
 
 int run_eval(const EvalArgs& a) {
-  const Graph graph = load_graph(a.codec.config);
   const ErrorBound bound = parse_bound(a.codec);
   const Device device = parse_device(a.codec.device);
   if (a.repeat < 1 || a.repeat > 1000) fail(ErrorCode::invalid_argument, "--repeat must be in [1, 1000]");
   Buffer storage;
-  const FieldRef field = load_field(a.field, storage);
+  std::vector<double> file_fill_values;
+  const FieldRef field = load_field(a.field, storage, &file_fill_values);
+  const Graph graph = graph_for(a.codec, fill_values_for(a.codec, file_fill_values));
 
   const int runs_each_way = device == Device::cuda ? 2 : 1;  // end to end, then kernel-only
   Progress runs("eval of " + format_bytes(double(field.size_bytes())), ProgressUnit::count,

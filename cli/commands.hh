@@ -36,6 +36,9 @@ struct CodecArgs {
   std::string config;         // empty: the built-in fz graph
   std::string device = "auto";
   uint64_t device_memory_mb = 0;  // device memory the call may hold (0: what is free)
+  // --fill values marking missing points ("nan" accepted); "none" ignores the input's own
+  // _FillValue / missing_value, which are used when no --fill is given.
+  std::vector<std::string> fill;
 };
 
 struct CompressArgs { FieldArgs field; CodecArgs codec; std::string output; };
@@ -89,7 +92,13 @@ ErrorBound parse_bound(const CodecArgs& a);
 // Reads or synthesizes the field; `bytes` keeps the storage alive. The input is checked
 // before the dimensions, and the field's size against the file's and the machine's memory
 // before anything is allocated.
-FieldRef load_field(const FieldArgs& a, Buffer& bytes);
+// `file_fill_values`, when given, receives the fill values the input declares (HDF5 / NetCDF
+// _FillValue and missing_value).
+FieldRef load_field(const FieldArgs& a, Buffer& bytes, std::vector<double>* file_fill_values = nullptr);
+// The fill values a run uses: --fill's, else the input's own (none with --fill none).
+std::vector<double> fill_values_for(const CodecArgs& a, const std::vector<double>& file_fill_values);
+// The graph a run uses: the config's, with those fill values on its predictor.
+Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values);
 // Reads a whole input: "-" is stdin; otherwise a regular file, a FIFO or a character device
 // (a directory, socket or block device is refused, naming what it is). With `expected_size`,
 // a file of another size is refused before it is read, a pipe is read no further than one

@@ -16,6 +16,7 @@ struct DescribedInput {
   DType dtype = DType::f32;
   std::vector<uint64_t> dims;            // fastest first
   std::vector<std::string> fill_values;  // "_FillValue -999": what the file says marks missing points
+  std::vector<double> missing_values;    // those values (each once)
 };
 
 bool is_npy(const std::string& path);

@@ -4,6 +4,8 @@
 // when CMake finds HDF5.
 #include <hdf5.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <functional>
 
 #include "cli/described_input.hh"
@@ -52,7 +54,7 @@ Kind kind_of(hid_t type, const std::string& spec) {
 }
 
 // "_FillValue -999" when the dataset has the attribute and it is one number.
-void note_fill_value(hid_t dataset, const char* name, std::vector<std::string>& notes) {
+void note_fill_value(hid_t dataset, const char* name, std::vector<std::string>& notes, std::vector<double>& values) {
   if (H5Aexists(dataset, name) <= 0) return;
   Handle attribute(H5Aopen(dataset, name, H5P_DEFAULT), H5Aclose);
   if (!attribute.ok()) return;
@@ -66,6 +68,7 @@ void note_fill_value(hid_t dataset, const char* name, std::vector<std::string>& 
   char text[64];
   std::snprintf(text, sizeof text, "%s %.9g", name, value);
   notes.push_back(text);
+  if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
 }
 
 }  // namespace
@@ -96,8 +99,8 @@ DescribedInput read_hdf5_dataset(const std::string& spec) {
   in.bytes = Buffer::host(dims.count() * dtype_size(in.dtype));
   if (H5Dread(dataset.get(), kind.memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, in.bytes.data()) < 0)
     fail(ErrorCode::io, "cannot read the dataset '" + spec + "' (a filter this HDF5 lacks, or a damaged file)");
-  note_fill_value(dataset.get(), "_FillValue", in.fill_values);
-  note_fill_value(dataset.get(), "missing_value", in.fill_values);
+  note_fill_value(dataset.get(), "_FillValue", in.fill_values, in.missing_values);
+  note_fill_value(dataset.get(), "missing_value", in.fill_values, in.missing_values);
   return in;
 }
 

@@ -41,6 +41,13 @@ void add_codec_options(CLI::App* cmd, fzg::cli::CodecArgs& c) {
   cmd->add_option("--device-memory", c.device_memory_mb,
                   "MB of GPU memory the call may hold (0: what is free); a larger host field goes through in chunks")
       ->capture_default_str();
+  cmd->add_option("--fill", c.fill,
+                  "a value that marks missing points (repeatable; nan, -nan, inf and -inf accepted): they stay out of "
+                  "the range and the bound and come back bit for bit; an HDF5 / NetCDF input's _FillValue and "
+                  "missing_value are used unless --fill is given ('--fill none' ignores them)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
 }
 
 const char* const progress_footer =

@@ -258,7 +258,7 @@ int run_sweep(const SweepArgs& a) {
       fail(ErrorCode::invalid_argument, "two configs in the sweep are named '" + graphs.back().name() + "'");
   }
   std::vector<ErrorBound> bounds;
-  for (double b : plan.bounds) bounds.push_back(parse_bound({plan.mode, b, "", plan.device, 0}));
+  for (double b : plan.bounds) bounds.push_back(parse_bound({plan.mode, b, "", plan.device, 0, {}}));
   for (const FieldSpec& f : plan.fields) {
     if (is_npy(f.input) || is_hdf5_dataset(f.input)) {
       std::ifstream probe(is_npy(f.input) ? f.input : f.input.substr(0, f.input.find(":/")));

@@ -136,37 +136,46 @@ Buffer assemble(Container& c, const std::vector<Buffer>& streams, Location outpu
 // A host field onto the device in pieces; with `range`, a float field's value range is
 // reduced a piece at a time beside the copies of the next pieces (no pass of its own after
 // the upload).
-Buffer upload_with_range(const FieldRef& field, cudaStream_t stream, bool range, double* min, double* max) {
+Buffer upload_with_range(const FieldRef& field, cudaStream_t stream, bool range, const MissingValues& missing,
+                         double* min, double* max) {
 #ifdef FZG_HAVE_CUDA
   Buffer input = Buffer::device(field.size_bytes(), stream);
   if (!range) {
     upload_in_pieces(input.data(), field.data, field.size_bytes(), stream, [](size_t, size_t) {});
     return input;
   }
-  ArrivingRange arriving(field.dtype, stream);
+  ArrivingRange arriving(field.dtype, stream, &missing);
   const uint64_t value_bytes = dtype_size(field.dtype);
   upload_in_pieces(input.data(), field.data, field.size_bytes(), stream,
                    [&](size_t at, size_t bytes) { arriving.add(input.data() + at, bytes / value_bytes); });
   arriving.result(min, max);
   return input;
 #else
-  (void)field, (void)stream, (void)range, (void)min, (void)max;
+  (void)field, (void)stream, (void)range, (void)missing, (void)min, (void)max;
   fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
 #endif
 }
 
-void value_range(const Buffer& field, DType dtype, uint64_t count, cudaStream_t stream, double* min, double* max) {
+void value_range(const Buffer& field, DType dtype, uint64_t count, cudaStream_t stream, const MissingValues& missing,
+                 double* min, double* max) {
 #ifdef FZG_HAVE_CUDA
-  if (field.on_device()) return finite_range_device(field.data(), dtype, count, min, max, stream);
+  if (field.on_device()) return finite_range_device(field.data(), dtype, count, min, max, stream, &missing);
 #endif
   (void)stream;
-  finite_range(field.data(), dtype, count, min, max);
+  finite_range(field.data(), dtype, count, min, max, &missing);
 }
 
 bool needs_value_range(const Graph& graph) {
   for (const auto& node : graph.nodes())
     if (node.stage->spec().needs_value_range) return true;
   return false;
+}
+
+// The fill values the graph's predictor declares: its missing points stay out of the range.
+MissingValues missing_values(const Graph& graph, DType dtype) {
+  for (const auto& node : graph.nodes())
+    if (node.stage->spec().predictor) return node.stage->missing_values(dtype);
+  return {};
 }
 
 // Chunk k of the plan, computed on `lane`.
@@ -393,6 +402,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
 
   // The field where the plan computes, and its value range when a stage needs it.
   const bool range = needs_value_range(graph);
+  const MissingValues missing = missing_values(graph, field.dtype);
   FieldSummary summary;
   summary.bound = options.bound;
   Buffer input;
@@ -412,10 +422,10 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   times.start();
   if (out_of_core) {
     input = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where);
-    if (range) value_range(input, field.dtype, field.dims.count(), base.stream, &summary.min, &summary.max);
+    if (range) value_range(input, field.dtype, field.dims.count(), base.stream, missing, &summary.min, &summary.max);
     times.stop("value range");
   } else if (uploads) {
-    input = upload_with_range(field, base.stream, range, &summary.min, &summary.max);
+    input = upload_with_range(field, base.stream, range, missing, &summary.min, &summary.max);
     times.stop("upload");
   } else {
     input = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where);
@@ -423,7 +433,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     if (field.where != input.location()) times.stop("upload");
     if (range) {
       times.start();
-      value_range(input, field.dtype, field.dims.count(), base.stream, &summary.min, &summary.max);
+      value_range(input, field.dtype, field.dims.count(), base.stream, missing, &summary.min, &summary.max);
       times.stop("value range");
     }
   }
@@ -461,7 +471,9 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
 
 Device default_device() { return cuda_available() ? Device::cuda : Device::cpu; }
 
-Buffer compress(const Graph& graph, const FieldRef& field, const CompressOptions& options) {
+Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOptions& options) {
+  const bool fills = !options.fill_values.empty() && options.bound.mode != ErrorMode::lossless;
+  const Graph graph = fills ? graph_in.with_fill_values(options.fill_values) : graph_in;
   Buffer file = compress_as_given(graph, field, options, false);
   // A bound so tight that the codes are mostly outliers (abs 1e-300) can make the lossy file
   // larger than the field. Below ratio 2 the field's bytes are also coded without the

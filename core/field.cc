@@ -4,8 +4,10 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "core/error.hh"
+#include "core/missing_values.hh"
 
 namespace fzg {
 
@@ -106,12 +108,15 @@ Dims parse_dims(const std::string& text, bool slowest_first) {
 }
 
 template <typename T>
-static void finite_range_of(const T* data, uint64_t count, double* min_out, double* max_out) {
+static void finite_range_of(const T* data, uint64_t count, double* min_out, double* max_out,
+                            const MissingValues& missing) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
 #pragma omp parallel for reduction(min : lo) reduction(max : hi) schedule(static)
   for (int64_t i = 0; i < int64_t(count); ++i) {
     const double v = double(data[i]);
-    if (std::isfinite(v)) {
+    bool present = true;
+    if constexpr (std::is_floating_point_v<T>) present = missing.empty() || missing.symbol_of(data[i]) == 0;
+    if (std::isfinite(v) && present) {
       lo = v < lo ? v : lo;
       hi = v > hi ? v : hi;
     }
@@ -120,14 +125,16 @@ static void finite_range_of(const T* data, uint64_t count, double* min_out, doub
   *min_out = lo + 0.0, *max_out = hi + 0.0;  // -0 becomes +0: every backend stores the same bits
 }
 
-void finite_range(const void* data, DType type, uint64_t count, double* min, double* max) {
+void finite_range(const void* data, DType type, uint64_t count, double* min, double* max,
+                  const MissingValues* missing_or_null) {
+  const MissingValues missing = missing_or_null ? *missing_or_null : MissingValues{};
   switch (type) {
-    case DType::f32: return finite_range_of(static_cast<const float*>(data), count, min, max);
-    case DType::f64: return finite_range_of(static_cast<const double*>(data), count, min, max);
-    case DType::u8: return finite_range_of(static_cast<const uint8_t*>(data), count, min, max);
-    case DType::u16: return finite_range_of(static_cast<const uint16_t*>(data), count, min, max);
-    case DType::u32: return finite_range_of(static_cast<const uint32_t*>(data), count, min, max);
-    case DType::i32: return finite_range_of(static_cast<const int32_t*>(data), count, min, max);
+    case DType::f32: return finite_range_of(static_cast<const float*>(data), count, min, max, missing);
+    case DType::f64: return finite_range_of(static_cast<const double*>(data), count, min, max, missing);
+    case DType::u8: return finite_range_of(static_cast<const uint8_t*>(data), count, min, max, missing);
+    case DType::u16: return finite_range_of(static_cast<const uint16_t*>(data), count, min, max, missing);
+    case DType::u32: return finite_range_of(static_cast<const uint32_t*>(data), count, min, max, missing);
+    case DType::i32: return finite_range_of(static_cast<const int32_t*>(data), count, min, max, missing);
   }
 }
 

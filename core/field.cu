@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/field.hh"
+#include "core/missing_values.hh"
 #include "runtime/buffer.hh"
 #include "runtime/cuda_check.cuh"
 #include "runtime/launch.cuh"
@@ -20,10 +21,12 @@ struct Range {
   T lo, hi;
 };
 
+// A point's range: empty when it is not finite or is a fill value.
 template <typename T>
 struct ToRange {
+  MissingValues missing;
   __device__ Range<T> operator()(T v) const {
-    return isfinite(v) ? Range<T>{v, v} : Range<T>{T(INFINITY), T(-INFINITY)};
+    return isfinite(v) && missing.symbol_of(v) == 0 ? Range<T>{v, v} : Range<T>{T(INFINITY), T(-INFINITY)};
   }
 };
 
@@ -41,8 +44,9 @@ Range<T> empty_range() {
 
 // Queues the range of data[0, count) into *out; `temp` grows to what CUB asks for.
 template <typename T>
-void reduce_into(const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream) {
-  auto ranges = thrust::make_transform_iterator(data, ToRange<T>{});
+void reduce_into(const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream,
+                 const MissingValues& missing) {
+  auto ranges = thrust::make_transform_iterator(data, ToRange<T>{missing});
   size_t temp_bytes = 0;
   FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, temp_bytes, ranges, out, count, Widen<T>{}, empty_range<T>(), stream));
   if (temp.size() < temp_bytes) temp = Buffer::device(temp_bytes, stream);
@@ -88,7 +92,8 @@ struct ArrivingRange::State {
   cudaStream_t arrivals, reductions = thread_stream(0);
   cudaEvent_t arrived = nullptr;
   Buffer ranges = Buffer::device(2 * sizeof(Range<double>), reductions), temp;
-  State(DType t, cudaStream_t s) : type(t), arrivals(s) {
+  MissingValues missing;
+  State(DType t, cudaStream_t s, const MissingValues* m) : type(t), arrivals(s), missing(m ? *m : MissingValues{}) {
     FZG_CUDA_CHECK(cudaEventCreateWithFlags(&arrived, cudaEventDisableTiming));
   }
   ~State() {
@@ -97,7 +102,8 @@ struct ArrivingRange::State {
   }
 };
 
-ArrivingRange::ArrivingRange(DType type, cudaStream_t stream) : state_(std::make_unique<State>(type, stream)) {
+ArrivingRange::ArrivingRange(DType type, cudaStream_t stream, const MissingValues* missing)
+    : state_(std::make_unique<State>(type, stream, missing)) {
   typed(type, [&](auto zero) {
     using T = decltype(zero);
     const Range<T> empty = empty_range<T>();
@@ -117,7 +123,7 @@ void ArrivingRange::add(const void* data, uint64_t count) {
   typed(s.type, [&](auto zero) {
     using T = decltype(zero);
     auto* total = s.ranges.as<Range<T>>();
-    reduce_into(static_cast<const T*>(data), count, total + 1, s.temp, s.reductions);
+    reduce_into(static_cast<const T*>(data), count, total + 1, s.temp, s.reductions, s.missing);
     widen_kernel<<<1, 1, 0, s.reductions>>>(total, total + 1);
     FZG_CUDA_CHECK_LAUNCH();
   });
@@ -127,19 +133,22 @@ void ArrivingRange::result(double* min, double* max) {
   read_range(state_->type, state_->ranges, state_->reductions, min, max);
 }
 
-DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream)
+DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream,
+                         const MissingValues* missing)
     : type_(type), stream_(stream) {
   typed(type, [&](auto zero) {
     using T = decltype(zero);
     range_ = Buffer::device(sizeof(Range<T>), stream);
-    reduce_into(static_cast<const T*>(data), count, range_.as<Range<T>>(), temp_, stream);
+    reduce_into(static_cast<const T*>(data), count, range_.as<Range<T>>(), temp_, stream,
+                missing ? *missing : MissingValues{});
   });
 }
 
 void DeviceRange::result(double* min, double* max) { read_range(type_, range_, stream_, min, max); }
 
-void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream) {
-  DeviceRange(data, type, count, stream).result(min, max);
+void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream,
+                         const MissingValues* missing) {
+  DeviceRange(data, type, count, stream, missing).result(min, max);
 }
 
 }  // namespace fzg

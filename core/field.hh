@@ -48,17 +48,22 @@ struct Quantization {
   double min = 0, max = 0; // finite value range of the input (0, 0 when no finite value)
 };
 
-// Finite min and max of a host field (NaN and +-Inf left out), OpenMP-parallel.
-void finite_range(const void* data, DType type, uint64_t count, double* min, double* max);
+struct MissingValues;  // core/missing_values.hh
+
+// Finite min and max of a host field (NaN and +-Inf left out, and the points `missing` marks
+// when given), OpenMP-parallel.
+void finite_range(const void* data, DType type, uint64_t count, double* min, double* max,
+                  const MissingValues* missing = nullptr);
 #ifdef FZG_HAVE_CUDA
 // The same on device data, stream-ordered on `stream` (waits for the result).
-void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream);
+void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream,
+                         const MissingValues* missing = nullptr);
 
 // The same, queued on `stream` at construction; result() waits for it, so that the host can
 // do other work meanwhile.
 class DeviceRange {
  public:
-  DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream);
+  DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream, const MissingValues* missing = nullptr);
   void result(double* min, double* max);
 
  private:
@@ -72,7 +77,7 @@ class DeviceRange {
 // reductions run beside the copies of the later pieces; result() waits for them all.
 class ArrivingRange {
  public:
-  ArrivingRange(DType type, cudaStream_t stream);
+  ArrivingRange(DType type, cudaStream_t stream, const MissingValues* missing = nullptr);
   ~ArrivingRange();
   ArrivingRange(const ArrivingRange&) = delete;
   ArrivingRange& operator=(const ArrivingRange&) = delete;

@@ -1,5 +1,6 @@
 #include "core/graph.hh"
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -235,6 +236,47 @@ bool Graph::has_predictor() const {
   for (const auto& node : nodes_)
     if (node.stage->spec().predictor) return true;
   return false;
+}
+
+Graph Graph::with_fill_values(const std::vector<double>& values) const {
+  nlohmann::json config = to_json();
+  int predictor = -1;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].stage->spec().predictor) predictor = int(i);
+  if (predictor < 0) fail(ErrorCode::invalid_config, "fill values need a predictor, and graph '" + name_ + "' has none");
+  nlohmann::json& params = config["stages"][predictor]["params"];
+  if (values.empty()) {
+    params.erase("fill");
+  } else {
+    nlohmann::json fill = nlohmann::json::array();
+    for (double v : values) {
+      if (std::isfinite(v)) fill.push_back(v);
+      else fill.push_back(fill_value_text(v));
+    }
+    params["fill"] = fill;
+  }
+  // The predictor's outputs with these parameters: store the new ones nobody reads, drop
+  // stored ones it no longer has.
+  const std::string id = nodes_[predictor].id;
+  const StageSpec spec = make_stage(nodes_[predictor].type, params)->spec();
+  std::set<std::string> read, outputs;
+  for (const auto& stage : config["stages"])
+    for (const auto& item : stage["inputs"].items()) read.insert(item.value().get<std::string>());
+  for (const auto& port : spec.outputs) outputs.insert(id + "." + port.name);
+  nlohmann::json store = nlohmann::json::array();
+  std::set<std::string> stored;
+  for (const auto& ref : config["store"]) {
+    const std::string text = ref.get<std::string>();
+    if (text.rfind(id + ".", 0) == 0 && !outputs.count(text)) continue;
+    store.push_back(text);
+    stored.insert(text);
+  }
+  for (const auto& port : spec.outputs) {
+    const std::string text = id + "." + port.name;
+    if (!read.count(text) && !stored.count(text)) store.push_back(text);
+  }
+  config["store"] = store;
+  return from_json(config);
 }
 
 Graph Graph::without_predictor() const {

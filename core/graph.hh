@@ -70,6 +70,11 @@ class Graph {
   // The same lossless chain fed with the raw input: the predictor is removed, its codes'
   // consumer reads the input bytes, its other outputs leave the store.
   Graph without_predictor() const;
+  // The same graph with its predictor declaring these fill values (replacing its own; none
+  // removes them): points equal to one of them, bit for bit in the field's type, are missing
+  // (see core/missing_values.hh). The predictor's outputs that no stage reads and the store
+  // does not hold yet (its mask) are stored. Fails (invalid_config) without a predictor.
+  Graph with_fill_values(const std::vector<double>& values) const;
 
  private:
   std::string name_;

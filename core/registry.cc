@@ -131,6 +131,30 @@ std::vector<int64_t> StageParams::integers(const std::string& key, const std::ve
   return out;
 }
 
+std::vector<double> StageParams::fill_values(const std::string& key) {
+  const nlohmann::json* value = find(key);
+  if (!value) return {};
+  if (!value->is_array()) reject(key, "must be a list of fill values (numbers, or \"nan\", \"-nan\", \"inf\", \"-inf\")");
+  std::vector<double> out;
+  for (size_t i = 0; i < value->size(); ++i) {
+    const nlohmann::json& item = value->at(i);
+    const std::string where = key + "[" + std::to_string(i) + "]";
+    if (item.is_number()) out.push_back(item.get<double>());
+    else if (item.is_string()) {
+      try {
+        out.push_back(parse_fill_value(item.get<std::string>()));
+      } catch (const Error& e) {
+        reject(where, e.what());
+      }
+    } else {
+      reject(where, "must be a number or one of \"nan\", \"-nan\", \"inf\", \"-inf\"");
+    }
+  }
+  if (out.size() > MissingValues::capacity)
+    reject(key, "holds at most " + std::to_string(MissingValues::capacity) + " fill values");
+  return out;
+}
+
 void StageParams::finish() const {
   for (const auto& item : params_.items()) {
     bool known = false;

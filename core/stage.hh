@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/field.hh"
+#include "core/missing_values.hh"
 #include "runtime/buffer.hh"
 
 namespace fzg {
@@ -94,6 +95,9 @@ class Stage {
   virtual std::vector<uint8_t> make_header(const StageContext&, const FieldSummary&) const { return {}; }
   // Checks a stored header (throws corrupt_data) and describes it for `fzg info`.
   virtual nlohmann::json describe_header(const StageContext&, const std::vector<uint8_t>& header) const;
+  // A predictor's fill values in the field's type: its missing points, left out of the value
+  // range the executor reduces for make_header (and restored bit for bit by decode).
+  virtual MissingValues missing_values(DType) const { return {}; }
   // A predictor's quantization, read from its header (the bound every point honours).
   virtual Quantization quantization(const std::vector<uint8_t>&) const { return {}; }
   // Slices of the slowest axis a chunk is a multiple of (a predictor's tile extent).
@@ -149,6 +153,8 @@ class StageParams {
   std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& choices);
   // A list of integers, each in [min, max].
   std::vector<int64_t> integers(const std::string& key, const std::vector<int64_t>& fallback, int64_t min, int64_t max);
+  // A list of fill values: numbers, or "nan", "-nan", "inf", "-inf" (empty when absent).
+  std::vector<double> fill_values(const std::string& key);
   void finish() const;
 
  private:

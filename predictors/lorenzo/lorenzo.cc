@@ -2,9 +2,11 @@
 #include "predictors/lorenzo/lorenzo.hh"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.hh"
+#include "predictors/lorenzo/mask.hh"
 #include "predictors/lorenzo/quantization.hh"
 
 namespace fzg {
@@ -74,6 +76,31 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid) {
   validate_keys(view.exact_keys, view.counts.exacts, grid, "exact outlier keys");
 }
 
+std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing) {
+  std::vector<uint8_t> header = write_quantization(quant);
+  if (missing.empty()) return header;
+  const uint64_t count = missing.count;
+  header.resize(quantization_header_bytes + 8 * (1 + count));
+  std::memcpy(header.data() + quantization_header_bytes, &count, 8);
+  std::memcpy(header.data() + quantization_header_bytes + 8, missing.bits, 8 * count);
+  return header;
+}
+
+void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing) {
+  require_data(header.size() >= quantization_header_bytes, "lorenzo header size");
+  *quant = read_quantization(std::vector<uint8_t>(header.begin(), header.begin() + quantization_header_bytes));
+  *missing = MissingValues{};
+  if (header.size() == quantization_header_bytes) return;
+  uint64_t count = 0;
+  require_data(header.size() >= quantization_header_bytes + 8, "lorenzo header size");
+  std::memcpy(&count, header.data() + quantization_header_bytes, 8);
+  require_data(count >= 1 && count <= MissingValues::capacity &&
+                   header.size() == quantization_header_bytes + 8 * (1 + count),
+               "lorenzo fill values");
+  missing->count = uint32_t(count);
+  std::memcpy(missing->bits, header.data() + quantization_header_bytes + 8, 8 * count);
+}
+
 }  // namespace lorenzo
 
 namespace {
@@ -82,35 +109,63 @@ class LorenzoStage final : public Stage {
  public:
   explicit LorenzoStage(const nlohmann::json& params) {
     StageParams reader("lorenzo", params);
+    fill_ = reader.fill_values("fill");
     reader.finish();
+    missing_values_of(fill_, DType::f64);  // rejects repeated values
+    spec_ = {"lorenzo",
+             {{"field", field_port}},
+             {{"codes", symbols_port(2)}, {"outliers", bytes_port}},
+             /*predictor=*/true,
+             /*stores_raw_when_larger=*/false,
+             /*needs_value_range=*/true};
+    if (!fill_.empty()) spec_.outputs.push_back({"mask", bytes_port});
   }
 
-  const StageSpec& spec() const override {
-    static const StageSpec s{"lorenzo",
-                             {{"field", field_port}},
-                             {{"codes", symbols_port(2)}, {"outliers", bytes_port}},
-                             /*predictor=*/true,
-                             /*stores_raw_when_larger=*/false,
-                             /*needs_value_range=*/true};
-    return s;
+  const StageSpec& spec() const override { return spec_; }
+
+  // Without fill values the parameters are empty, so files from before fill values exist
+  // store the same graph.
+  nlohmann::json params() const override {
+    if (fill_.empty()) return nlohmann::json::object();
+    nlohmann::json fill = nlohmann::json::array();
+    for (double v : fill_) {
+      if (std::isfinite(v)) fill.push_back(v);
+      else fill.push_back(fill_value_text(v));
+    }
+    return {{"fill", fill}};
   }
 
-  nlohmann::json params() const override { return nlohmann::json::object(); }
+  MissingValues missing_values(DType type) const override {
+    return fill_.empty() || !is_float(type) ? MissingValues{} : missing_values_of(fill_, type);
+  }
 
-  // The lossy step: the request and the whole field's value range give the bound and step
-  // every chunk quantizes with.
+  // The lossy step: the request and the whole field's value range (of its points with data)
+  // give the bound and step every chunk quantizes with.
   std::vector<uint8_t> make_header(const StageContext& ctx, const FieldSummary& summary) const override {
     check_field(ctx);
-    return lorenzo::write_quantization(lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max));
+    return lorenzo::write_header(lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max),
+                                 missing_values(ctx.dtype));
   }
 
-  nlohmann::json describe_header(const StageContext&, const std::vector<uint8_t>& header) const override {
-    const Quantization q = lorenzo::read_quantization(header);
-    return {{"absolute_bound", q.error_bound}, {"step", q.step}, {"min", q.min}, {"max", q.max}};
+  nlohmann::json describe_header(const StageContext& ctx, const std::vector<uint8_t>& header) const override {
+    const Setup setup = read(ctx, header);
+    const Quantization& q = setup.quant;
+    nlohmann::json description = {{"absolute_bound", q.error_bound}, {"step", q.step}, {"min", q.min}, {"max", q.max}};
+    if (!setup.missing.empty()) {
+      nlohmann::json fill = nlohmann::json::array();
+      for (uint32_t s = 1; s <= setup.missing.count; ++s)
+        fill.push_back(fill_value_text(ctx.dtype == DType::f32 ? double(setup.missing.value_of<float>(s))
+                                                                : setup.missing.value_of<double>(s)));
+      description["fill_values"] = fill;
+    }
+    return description;
   }
 
   Quantization quantization(const std::vector<uint8_t>& header) const override {
-    return lorenzo::read_quantization(header);
+    Quantization quant;
+    MissingValues missing;
+    lorenzo::read_header(header, &quant, &missing);
+    return quant;
   }
 
   // Chunks are whole tile rows, so that every tile lies in one chunk and codes the same there.
@@ -121,7 +176,12 @@ class LorenzoStage final : public Stage {
 
   std::vector<uint64_t> max_output_sizes(const StageContext& ctx, const std::vector<uint64_t>&) const override {
     const uint64_t n = ctx.dims.count();
-    return {2 * n, lorenzo::outlier_stream_size({n, n}, ctx.dtype)};
+    std::vector<uint64_t> sizes{2 * n, lorenzo::outlier_stream_size({n, n}, ctx.dtype)};
+    if (!fill_.empty()) {
+      const lorenzo::TileGrid grid(ctx.dims);
+      sizes.push_back(lorenzo::mask_stream_size(grid.tile_count() * grid.tile.volume()));
+    }
+    return sizes;
   }
 
   std::vector<Buffer> encode(const StageContext& ctx, const std::vector<Buffer>& inputs) const override {
@@ -129,20 +189,26 @@ class LorenzoStage final : public Stage {
     const uint64_t n = ctx.dims.count();
     if (inputs.at(0).size() != n * dtype_size(ctx.dtype))
       fail(ErrorCode::invalid_argument, "lorenzo: input size does not match the field's dims and type");
-    const Quantization quant = lorenzo::read_quantization(*ctx.header);
-    return on_backend(
+    const Setup setup = read(ctx, *ctx.header);
+    const bool masked = !setup.missing.empty();
+    Buffer mask;
+    std::vector<Buffer> outputs = on_backend(
         ctx,
         [&] {
           Buffer codes = Buffer::host(2 * n);
-          Buffer outliers = lorenzo::encode_cpu(inputs[0].data(), ctx.dtype, ctx.dims, quant, codes.as<uint16_t>());
+          Buffer outliers = lorenzo::encode_cpu(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
+                                                codes.as<uint16_t>(), setup.missing, masked ? &mask : nullptr);
           return std::vector<Buffer>{codes, outliers};
         },
         [&] {
           Buffer codes = Buffer::device(2 * n, ctx.stream);
-          Buffer outliers =
-              lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, quant, codes.as<uint16_t>(), ctx.stream);
+          Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
+                                                 codes.as<uint16_t>(), ctx.stream, setup.missing,
+                                                 masked ? &mask : nullptr);
           return std::vector<Buffer>{codes, outliers};
         });
+    if (masked) outputs.push_back(mask);
+    return outputs;
   }
 
   void decode(const StageContext& ctx, const std::vector<Buffer>& outputs, std::vector<Buffer>& inputs) const override {
@@ -150,25 +216,45 @@ class LorenzoStage final : public Stage {
     const uint64_t n = ctx.dims.count();
     require_data(outputs.at(0).size() == 2 * n, "lorenzo codes size");
     require_data(inputs.at(0).size() == n * dtype_size(ctx.dtype), "lorenzo field size");
-    const Quantization quant = lorenzo::read_quantization(*ctx.header);
+    const Setup setup = read(ctx, *ctx.header);
     const Buffer& outliers = outputs.at(1);
+    const Buffer mask = setup.missing.empty() ? Buffer() : outputs.at(2);
     on_backend(
         ctx,
         [&] {
-          lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims, quant,
-                              inputs[0].data());
+          lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims,
+                              setup.quant, inputs[0].data(), mask.data(), mask.size(), setup.missing);
         },
         [&] {
-          lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims, quant,
-                               inputs[0].data(), ctx.stream);
+          lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims,
+                               setup.quant, inputs[0].data(), ctx.stream, mask.data(), mask.size(), setup.missing);
         });
   }
 
  private:
+  struct Setup {
+    Quantization quant;
+    MissingValues missing;
+  };
+  // The header, checked against the parameters: the fill values it holds are the ones the
+  // parameters give, in the field's type (the ports depend on them).
+  Setup read(const StageContext& ctx, const std::vector<uint8_t>& header) const {
+    Setup setup;
+    lorenzo::read_header(header, &setup.quant, &setup.missing);
+    const MissingValues expected = missing_values(ctx.dtype);
+    require_data(setup.missing.count == expected.count &&
+                     std::equal(expected.bits, expected.bits + expected.count, setup.missing.bits),
+                 "lorenzo fill values differ from the stage's parameters");
+    return setup;
+  }
+
   static void check_field(const StageContext& ctx) {
     if (!is_float(ctx.dtype))
       fail(ErrorCode::invalid_argument, "lorenzo predicts f32 or f64 fields; use -m lossless for " + to_string(ctx.dtype));
   }
+
+  std::vector<double> fill_;
+  StageSpec spec_;
 };
 
 }  // namespace

@@ -18,11 +18,18 @@
 // Decompression is one pass: deltas (escapes patched in), prefix sums along each axis,
 // x' = T(q * step) written, exact values written last (2 bytes read + sizeof(T) written per
 // value).
+// With fill values (the `Fill` instantiations), a warp's 32 points find their missing ones
+// and copy q into them by a ballot and a shuffle (mask.hh's rule); the tile's mask runs are
+// found by a block scan over the symbols in shared memory and written to a scratch slot per
+// tile, which a compaction kernel packs into the mask stream once the host knows the total
+// (read back with the outlier totals: no extra synchronization). A decode writes the fill
+// values of its tile's runs after the exact values.
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
 
 #include "core/error.hh"
 #include "predictors/lorenzo/lorenzo.hh"
+#include "predictors/lorenzo/mask.hh"
 #include "predictors/lorenzo/quantizer.hh"
 #include "runtime/cuda_check.cuh"
 #include "runtime/launch.cuh"
@@ -52,6 +59,12 @@ __host__ __device__ constexpr OutlierCounts unpack_counts(uint32_t packed) { ret
 // What the kernels need of the quantization, computed once on the host.
 struct QuantConstants {
   double inverse_step, step, error_bound, accept_below;
+};
+
+// The fill values and the q of a missing point with no point holding data in its warp.
+struct FillRule {
+  MissingValues missing;
+  int32_t q_missing;
 };
 
 template <typename T>
@@ -190,31 +203,46 @@ struct Strip {
 // at a time, each behind its own branch: computing all of them branch-free lets the compiler
 // interleave eight chains of double arithmetic, which doubles the registers and halves the
 // resident blocks (measured slower, 298 -> 323 us).
-template <bool Whole, typename T, int TX, int TY, int TZ>
+// With `Fill`, missing points are not quantized: each takes the q of a point with data among
+// its warp's 32 (mask.hh), and its symbol (4 bits per k) goes to `symbols`.
+template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ uint32_t prequantize_strip(const T* field, const Strip<TX, TY, TZ>& strip, const QuantConstants& c,
-                                      int32_t (&q)[Strip<TX, TY, TZ>::per_thread]) {
+                                      const FillRule& fill, int32_t (&q)[Strip<TX, TY, TZ>::per_thread],
+                                      uint32_t& symbols) {
   constexpr int n = Strip<TX, TY, TZ>::per_thread;
   T values[n];
   const T* src = field + strip.global0;
 #pragma unroll
   for (int k = 0; k < n; ++k, src += strip.global_step) values[k] = Whole || strip.inside(k) ? *src : T(0);
   uint32_t exacts = 0;
+  symbols = 0;
 #pragma unroll
   for (int k = 0; k < n; ++k) {
     q[k] = 0;
-    if (Whole || strip.inside(k))
-      exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &q[k]);
+    uint32_t symbol = 0;
+    if (Whole || strip.inside(k)) {
+      if constexpr (Fill) symbol = fill.missing.symbol_of(values[k]);
+      if (!symbol) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &q[k]);
+    }
+    if constexpr (Fill) {
+      const uint32_t lane = threadIdx.x % 32;
+      const uint32_t with_data = __ballot_sync(0xffffffffu, (Whole || strip.inside(k)) && symbol == 0);
+      const int source = source_lane(with_data, lane);
+      const int32_t copied = __shfl_sync(0xffffffffu, q[k], source < 0 ? int(lane) : source);
+      if (symbol) q[k] = source < 0 ? fill.q_missing : copied;
+      symbols |= symbol << (4 * k);
+    }
   }
   return exacts;
 }
 
 // Pre-quantizes the tile into the bordered shared tile; returns this thread's exact count.
-template <bool Whole = false, typename T, int TX, int TY, int TZ>
+template <bool Whole = false, bool Fill = false, typename T, int TX, int TY, int TZ>
 __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, const QuantConstants& c,
-                              int32_t* halo) {
+                              const FillRule& fill, int32_t* halo, uint32_t& symbols) {
   const Strip<TX, TY, TZ> strip(g, p);
   int32_t q[Strip<TX, TY, TZ>::per_thread];
-  const uint32_t exacts = prequantize_strip<Whole>(field, strip, c, q);
+  const uint32_t exacts = prequantize_strip<Whole, Fill>(field, strip, c, fill, q, symbols);
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k) halo[strip.cell(k)] = q[k];
   return exacts;
@@ -243,18 +271,20 @@ __device__ void column_deltas(int32_t (&q)[Strip<TX, TY, TZ>::per_thread], const
 
 // One tile's codes; returns this thread's escape and exact counts, packed. A 3D tile keeps
 // z and x in registers (column_deltas); 1D and 2D tiles go through the bordered shared tile.
-template <bool Whole, typename T, int TX, int TY, int TZ>
+// With `Fill`, the points' symbols go to `tile_symbols` (one byte per key, 0 outside the field).
+template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
-                                                const QuantConstants& c, uint16_t* codes, int32_t* q) {
+                                                const QuantConstants& c, const FillRule& fill, uint16_t* codes,
+                                                int32_t* q, uint8_t* tile_symbols) {
   using H = Halo<TX, TY, TZ>;
   const Strip<TX, TY, TZ> strip(g, p);
   int32_t delta[Strip<TX, TY, TZ>::per_thread];
-  uint32_t exacts;
+  uint32_t exacts, symbols;
   if constexpr (TZ > 1) {
-    exacts = prequantize_strip<Whole>(field, strip, c, delta);
+    exacts = prequantize_strip<Whole, Fill>(field, strip, c, fill, delta, symbols);
     column_deltas(delta, strip, q);
   } else {
-    exacts = load_tile<Whole>(field, g, p, c, q);
+    exacts = load_tile<Whole, Fill>(field, g, p, c, fill, q, symbols);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
@@ -263,6 +293,7 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
   uint16_t* dst = codes + (strip.global0 - g.codes_first);
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
+    if constexpr (Fill) tile_symbols[strip.local(k)] = uint8_t(symbols >> (4 * k) & 0xfu);
     if (!Whole && !strip.inside(k)) continue;
     uint16_t code;
     escapes += !encode_delta(delta[k], &code);
@@ -271,19 +302,79 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
   return pack_counts(escapes, exacts);
 }
 
-template <typename T, int TX, int TY, int TZ>
+// The tile's mask runs from its symbols in shared memory (complete at the call's barrier):
+// a thread takes `per` consecutive keys, a block scan numbers the runs' starts, and the runs
+// go to the tile's scratch slot, their count to `runs`. The whole block calls it.
+template <int TX, int TY, int TZ, typename Scan>
+__device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_starts, typename Scan::TempStorage& storage,
+                                uint16_t* slot, uint32_t* runs, unsigned long long* run_total) {
+  constexpr uint32_t volume = TX * TY * TZ, per = volume / block_threads, slice = mask_slice_keys(TX, TY, TZ);
+  __syncthreads();
+  auto difference = [&](uint32_t l) {
+    return mask_difference(tile_symbols[l], slice && l >= slice ? tile_symbols[l - slice] : 0u);
+  };
+  const uint32_t first = threadIdx.x * per;
+  uint32_t starts = 0;
+#pragma unroll
+  for (uint32_t i = 0; i < per; ++i) {
+    const uint32_t l = first + i;
+    starts += l == 0 || difference(l) != difference(l - 1);
+  }
+  uint32_t before, total;
+  Scan(storage).ExclusiveSum(starts, before, total);
+#pragma unroll
+  for (uint32_t i = 0; i < per; ++i) {
+    const uint32_t l = first + i;
+    if (l == 0 || difference(l) != difference(l - 1)) run_starts[before++] = uint16_t(l);
+  }
+  __syncthreads();
+  for (uint32_t r = threadIdx.x; r < total; r += block_threads) {
+    const uint32_t begin = run_starts[r], end = r + 1 < total ? run_starts[r + 1] : volume;
+    slot[r] = mask_run(end - begin, difference(begin));
+  }
+  if (threadIdx.x == 0) {
+    *runs = total;
+    atomicAdd(run_total, static_cast<unsigned long long>(total));
+  }
+  __syncthreads();  // the next tile writes the symbols and starts again
+}
+
+// Where a Fill encode puts its mask runs: a slot of `volume` runs per tile, and the counts.
+struct MaskScratch {
+  uint16_t* slots;
+  uint32_t* tile_runs;
+};
+
+// totals: escapes, exacts, mask runs.
+template <typename T, int TX, int TY, int TZ, bool Fill>
 __global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restrict__ field, Grid g,
-                                                               QuantConstants c, uint16_t* __restrict__ codes,
+                                                               QuantConstants c, FillRule fill,
+                                                               uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ tile_counts,
-                                                               unsigned long long* __restrict__ totals) {
+                                                               unsigned long long* __restrict__ totals,
+                                                               MaskScratch mask) {
   using H = Halo<TX, TY, TZ>;
+  constexpr uint32_t volume = TX * TY * TZ;
+  using Scan = cub::BlockScan<uint32_t, block_threads>;
+  struct MaskShared {
+    uint8_t symbols[volume];
+    uint16_t run_starts[volume];
+    typename Scan::TempStorage scan;
+  };
   __shared__ int32_t q[H::size];
   __shared__ uint32_t warp_counts[block_threads / 32];
+  __shared__ std::conditional_t<Fill, MaskShared, char> mask_shared;
   H::clear(q);
   for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
+    uint8_t* tile_symbols = nullptr;
+    if constexpr (Fill) tile_symbols = mask_shared.symbols;
     // Interior tiles (most of a large field) skip every per-point bounds test.
-    const uint32_t counts = p.whole() ? encode_tile<true>(field, g, p, c, codes, q)
-                                      : encode_tile<false>(field, g, p, c, codes, q);
+    const uint32_t counts = p.whole() ? encode_tile<true, Fill>(field, g, p, c, fill, codes, q, tile_symbols)
+                                      : encode_tile<false, Fill>(field, g, p, c, fill, codes, q, tile_symbols);
+    if constexpr (Fill)
+      write_mask_runs<TX, TY, TZ, Scan>(mask_shared.symbols, mask_shared.run_starts, mask_shared.scan,
+                                        mask.slots + uint64_t(p.index - g.first_tile) * volume,
+                                        mask.tile_runs + p.index, totals + 2);
     // Both counts in one sum (see pack_counts); warp sums meet in shared memory at the
     // barrier the tile ends with anyway (the next tile's writes to `q` wait for it).
     const uint32_t warp_sum = __reduce_add_sync(0xffffffffu, counts);
@@ -313,9 +404,9 @@ struct OutlierTargets {
   T* exact_values;
 };
 
-template <typename T, int TX, int TY, int TZ>
+template <typename T, int TX, int TY, int TZ, bool Fill>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
-    const T* __restrict__ field, Grid g, QuantConstants c, const uint32_t* __restrict__ tile_counts,
+    const T* __restrict__ field, Grid g, QuantConstants c, FillRule fill, const uint32_t* __restrict__ tile_counts,
     const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out) {
   using H = Halo<TX, TY, TZ>;
   __shared__ int32_t q[H::size];
@@ -324,7 +415,8 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
   H::clear(q);
   for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
     if (tile_counts[p.index] == 0) return;  // uniform across the block
-    load_tile(field, g, p, c, q);
+    uint32_t symbols;
+    load_tile<false, Fill>(field, g, p, c, fill, q, symbols);
     __syncthreads();
     uint64_t next_escape = offsets[p.index].escapes, next_exact = offsets[p.index].exacts;
     for (uint32_t base = 0; base < TX * TY * TZ; base += block_threads) {
@@ -336,7 +428,8 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
       T value{};
       if (p.inside(lx, ly, lz)) {
         value = field[p.global(g, lx, ly, lz)];
-        is_exact = prequantize(value, c.inverse_step, c.step, c.error_bound, c.accept_below, &unused);
+        const bool missing = Fill && fill.missing.symbol_of(value) != 0;
+        is_exact = !missing && prequantize(value, c.inverse_step, c.step, c.error_bound, c.accept_below, &unused);
         delta = H::delta(q, H::at(lx, ly, lz));
         uint16_t code;
         is_escape = !encode_delta(delta, &code);
@@ -454,10 +547,42 @@ __device__ void load_deltas(const uint16_t* codes, uint64_t codes_first, const S
   __syncthreads();
 }
 
+// The mask runs of a decode (runs null without fill values): tile t's are
+// [tile_first[t], tile_first[t + 1]).
+struct MaskSource {
+  const uint16_t* runs;
+  const uint64_t* tile_first;
+  MissingValues missing;
+};
+
+// The tile's point symbols from its mask runs into `symbols` (one byte per key): the runs'
+// differences spread over the keys, then each column along the slices resolved by a thread
+// (mask.hh). The whole block calls it; the symbols are complete when it returns.
+template <int TX, int TY, int TZ>
+__device__ void expand_mask(const MaskSource& mask, uint32_t tile, uint8_t* symbols) {
+  constexpr uint32_t volume = TX * TY * TZ, slice = mask_slice_keys(TX, TY, TZ);
+  uint32_t l = 0;
+  for (uint64_t r = mask.tile_first[tile]; r < mask.tile_first[tile + 1]; ++r) {
+    const uint16_t run = mask.runs[r];
+    const uint32_t length = mask_run_length(run), difference = mask_run_difference(run);
+    for (uint32_t k = l + threadIdx.x; k < l + length; k += block_threads) symbols[k] = uint8_t(difference);
+    l += length;
+  }
+  __syncthreads();
+  constexpr uint32_t columns = slice ? slice : volume;
+  for (uint32_t c = threadIdx.x; c < columns; c += block_threads) {
+    uint32_t reference = 0;
+    for (uint32_t k = c; k < volume; k += slice ? slice : volume) symbols[k] = uint8_t(reference = mask_symbol(symbols[k], reference));
+  }
+  __syncthreads();
+}
+
 template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes, OutlierSource o,
-                                                               Grid g, double step, T* __restrict__ field) {
+                                                               MaskSource mask, Grid g, double step,
+                                                               T* __restrict__ field) {
   __shared__ int32_t q[TX * TY * TZ];
+  __shared__ uint8_t mask_symbols[TX * TY * TZ];
   for (uint32_t tile = g.first_tile + blockIdx.x; tile < g.end_tile; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
@@ -504,6 +629,16 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
       split<TX, TY>(uint32_t(o.exact_keys[i] - p.key0), lx, ly, lz);
       field[p.global(g, lx, ly, lz) - g.field_first] = reinterpret_cast<const T*>(o.exact_values)[i];
     }
+    if (mask.runs) {
+      // The tile's fill values (every thread reads every run of its tile).
+      expand_mask<TX, TY, TZ>(mask, tile, mask_symbols);
+      for (uint32_t k = threadIdx.x; k < TX * TY * TZ; k += block_threads) {
+        uint32_t lx, ly, lz;
+        split<TX, TY>(k, lx, ly, lz);
+        if (mask_symbols[k] && p.inside(lx, ly, lz))
+          field[p.global(g, lx, ly, lz) - g.field_first] = mask.missing.value_of<T>(mask_symbols[k]);
+      }
+    }
     __syncthreads();
   }
 }
@@ -535,6 +670,43 @@ struct TileCounts {
 __global__ void write_counts_kernel(uint64_t* stream, uint64_t escapes, uint64_t exacts) {
   stream[0] = escapes;
   stream[1] = exacts;
+}
+
+// Packs each tile's mask runs from its scratch slot to its scanned offset: a warp per tile.
+__global__ void pack_mask_runs_kernel(const uint16_t* slots, const uint32_t* tile_runs, const uint64_t* offsets,
+                                      uint64_t tiles, uint32_t volume, uint16_t* runs) {
+  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32;
+  for (uint64_t t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; t < tiles; t += warps)
+    for (uint32_t r = threadIdx.x % 32; r < tile_runs[t]; r += 32) runs[offsets[t] + r] = slots[t * volume + r];
+}
+
+__global__ void write_run_count_kernel(uint8_t* stream, uint64_t runs) {
+  for (int b = 0; b < 8; ++b) stream[b] = uint8_t(runs >> (8 * b));
+}
+
+struct TileRuns {
+  const uint32_t* runs;
+  uint64_t tiles;
+  __device__ uint64_t operator()(uint64_t t) const { return t < tiles ? runs[t] : 0; }
+};
+
+struct RunLengths {
+  const uint16_t* runs;
+  uint64_t count;
+  __device__ uint64_t operator()(uint64_t i) const { return i < count ? mask_run_length(runs[i]) : 0; }
+};
+
+// Checks the runs against the tiles (none crosses a tile, symbols name fill values) and marks
+// where each tile's runs start; the caller checks that the lengths add up to the tiles.
+__global__ void index_mask_runs_kernel(const uint16_t* runs, const uint64_t* starts, uint64_t count, uint64_t tiles,
+                                       uint32_t volume, uint32_t symbols, uint64_t* tile_first, uint64_t* bad) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t start = starts[i], within = start % volume, tile = start / volume;
+    if (within + mask_run_length(runs[i]) > volume || mask_run_difference(runs[i]) > symbols + 1 || tile >= tiles)
+      *bad = 1;
+    else if (within == 0) tile_first[tile] = i;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) tile_first[tiles] = count;
 }
 
 // The tile shape of a rank, as a type: kernels are instantiated per element type and shape.
@@ -586,26 +758,41 @@ TileRows tile_rows(const Dims& dims) {
   }
 }
 
-DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream)
-    : field_(field), type_(type), grid_(dims), stream_(stream) {
+DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
+                             const MissingValues& missing)
+    : field_(field), type_(type), grid_(dims), stream_(stream), missing_(missing) {
   if (grid_.tile_count() >= (uint64_t(1) << 32)) fail(ErrorCode::invalid_argument, "field has too many tiles");
-  counts_ = Buffer::device(sizeof(OutlierCounts) + grid_.tile_count() * sizeof(uint32_t), stream);
-  FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, sizeof(OutlierCounts), stream));
+  const uint64_t tiles = grid_.tile_count();
+  counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 2) * tiles * sizeof(uint32_t), stream);
+  FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
+  if (!missing.empty()) mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
 }
 
-const OutlierCounts* DeviceEncoder::totals() const { return counts_.as<OutlierCounts>(); }
+const uint64_t* DeviceEncoder::totals() const { return counts_.as<uint64_t>(); }
+
+uint32_t* DeviceEncoder::tile_counts() const {
+  return reinterpret_cast<uint32_t*>(const_cast<uint8_t*>(counts_.data()) + 4 * sizeof(uint64_t));
+}
+
+uint32_t* DeviceEncoder::tile_runs() const { return tile_counts() + grid_.tile_count(); }
 
 void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                                 uint64_t window_first) {
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
-  auto* tile_counts = reinterpret_cast<uint32_t*>(totals + 2);
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
+  const FillRule fill{missing_, missing_quantum(quant)};
+  MaskScratch scratch{nullptr, nullptr};
+  if (!missing_.empty()) scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs()};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
-    launch_on_tiles(encode_kernel<T, S::x, S::y, S::z>, g, stream_, static_cast<const T*>(field_), g,
-                    constants_of<T>(quant), window, tile_counts, totals);
+    if (missing_.empty())
+      launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
+                      constants_of<T>(quant), fill, window, tile_counts(), totals, scratch);
+    else
+      launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, true>, g, stream_, static_cast<const T*>(field_), g,
+                      constants_of<T>(quant), fill, window, tile_counts(), totals, scratch);
   });
   trace::mark("lorenzo: encode queued");
 }
@@ -616,11 +803,11 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
   FZG_CUDA_CHECK_LAUNCH();
   if (total.escapes + total.exacts == 0) return stream_buffer;
   const uint64_t tiles = grid_.tile_count();
-  const uint32_t* tile_counts = reinterpret_cast<const uint32_t*>(counts_.as<unsigned long long>() + 2);
   Buffer offsets = Buffer::device((tiles + 1) * sizeof(OutlierCounts), stream_);
   // Where each tile's outliers go: the shared scan of the per-tile counts.
-  varlen::exclusive_scan(TileCounts{tile_counts, tiles}, tiles, offsets.as<OutlierCounts>(), OutlierCounts{0, 0}, varlen::Plus{},
-                         stream_);
+  varlen::exclusive_scan(TileCounts{tile_counts(), tiles}, tiles, offsets.as<OutlierCounts>(), OutlierCounts{0, 0},
+                         varlen::Plus{}, stream_);
+  const FillRule fill{missing_, missing_quantum(quant)};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
@@ -631,17 +818,40 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
     const Grid g = device_grid(grid_);
-    launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z>, g, stream_, static_cast<const T*>(field_), g,
-                    constants_of<T>(quant), tile_counts, offsets.as<OutlierCounts>(), out);
+    if (missing_.empty())
+      launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
+                      constants_of<T>(quant), fill, tile_counts(), offsets.as<OutlierCounts>(), out);
+    else
+      launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, true>, g, stream_, static_cast<const T*>(field_), g,
+                      constants_of<T>(quant), fill, tile_counts(), offsets.as<OutlierCounts>(), out);
   });
   return stream_buffer;
 }
 
+Buffer DeviceEncoder::mask(uint64_t runs) {
+  Buffer stream_buffer = Buffer::device(mask_stream_size(runs), stream_);
+  write_run_count_kernel<<<1, 1, 0, stream_>>>(stream_buffer.data(), runs);
+  FZG_CUDA_CHECK_LAUNCH();
+  const uint64_t tiles = grid_.tile_count();
+  if (runs == 0) return stream_buffer;
+  // The runs follow the 8-byte count; the device's stream buffers start 8-byte aligned.
+  Buffer offsets = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
+  varlen::exclusive_scan(TileRuns{tile_runs(), tiles}, tiles, offsets.as<uint64_t>(), uint64_t(0), varlen::Plus{},
+                         stream_);
+  pack_mask_runs_kernel<<<grid_for(tiles * 32, 256), 256, 0, stream_>>>(
+      mask_slots_.as<uint16_t>(), tile_runs(), offsets.as<uint64_t>(), tiles, grid_.tile.volume(),
+      reinterpret_cast<uint16_t*>(stream_buffer.data() + 8));
+  FZG_CUDA_CHECK_LAUNCH();
+  return stream_buffer;
+}
+
 DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                             const Quantization& quant, cudaStream_t stream)
-    : type_(type), grid_(dims), quant_(quant), stream_(stream) {
+                             const Quantization& quant, cudaStream_t stream, const uint8_t* mask,
+                             uint64_t mask_size, const MissingValues& missing)
+    : type_(type), grid_(dims), quant_(quant), stream_(stream), missing_(missing) {
   require_data(outliers_size >= 16, "outlier stream shorter than its counts");
   require_data(grid_.tile_count() < (uint64_t(1) << 32), "field has too many tiles");
+  if (!missing.empty()) index_mask(mask, mask_size);
   OutlierCounts counts;
   copy_bytes(&counts, Location::host, outliers, Location::device, 16, stream);
   trace::mark("lorenzo: outlier counts read");
@@ -671,6 +881,32 @@ DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DT
   FZG_CUDA_CHECK_LAUNCH();
 }
 
+// Copies the mask runs to aligned memory (a stored stream may start at any byte), checks
+// them and finds each tile's first run: one synchronization for the count, one for the checks.
+void DeviceDecoder::index_mask(const uint8_t* mask, uint64_t mask_size) {
+  require_data(mask_size >= 8, "mask stream shorter than its run count");
+  uint64_t runs = 0;
+  copy_bytes(&runs, Location::host, mask, Location::device, 8, stream_);
+  require_data(runs <= (mask_size - 8) / 2 && mask_stream_size(runs) == mask_size, "mask stream size");
+  const uint64_t tiles = grid_.tile_count();
+  mask_runs_ = Buffer::device(2 * runs, stream_);
+  if (runs) copy_bytes_async(mask_runs_.data(), Location::device, mask + 8, Location::device, 2 * runs, stream_);
+  // [starts: runs + 1][bad][tile_first: tiles + 1]
+  mask_index_ = Buffer::device((runs + 2 + tiles + 1) * sizeof(uint64_t), stream_);
+  uint64_t* starts = mask_index_.as<uint64_t>();
+  uint64_t* bad = starts + runs + 1;
+  FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(uint64_t), stream_));
+  varlen::exclusive_scan(RunLengths{mask_runs_.as<uint16_t>(), runs}, runs, starts, uint64_t(0), varlen::Plus{},
+                         stream_);
+  index_mask_runs_kernel<<<grid_for(runs + 1, 256), 256, 0, stream_>>>(mask_runs_.as<uint16_t>(), starts, runs, tiles,
+                                                                     grid_.tile.volume(), missing_.count, bad + 1,
+                                                                     bad);
+  FZG_CUDA_CHECK_LAUNCH();
+  uint64_t check[2];
+  copy_bytes(check, Location::host, starts + runs, Location::device, sizeof check, stream_);
+  require_data(check[1] == 0 && check[0] == tiles * grid_.tile.volume(), "mask runs do not cover the field");
+}
+
 void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first,
                                 void* field, uint64_t field_first) {
   if (first_row >= end_row) return;
@@ -684,25 +920,34 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
   }
   Grid g = rows_grid(grid_, first_row, end_row, window_first);
   g.field_first = field_first;
+  MaskSource mask{nullptr, nullptr, missing_};
+  if (!missing_.empty()) {
+    mask.runs = mask_runs_.as<uint16_t>();
+    mask.tile_first = mask_index_.as<uint64_t>() + (mask_index_.size() / sizeof(uint64_t) - (tiles + 1));
+  }
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
-    launch_on_tiles(decode_kernel<T, S::x, S::y, S::z>, g, stream_, window, o, g, quant_.step, static_cast<T*>(field));
+    launch_on_tiles(decode_kernel<T, S::x, S::y, S::z>, g, stream_, window, o, mask, g, quant_.step,
+                    static_cast<T*>(field));
   });
 }
 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                   cudaStream_t stream) {
-  DeviceEncoder encoder(field, type, dims, stream);
+                   cudaStream_t stream, const MissingValues& missing, Buffer* mask) {
+  DeviceEncoder encoder(field, type, dims, stream, missing);
   encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
-  const OutlierCounts totals = read_back(encoder.totals(), stream);
+  uint64_t totals[3];
+  copy_bytes(totals, Location::host, encoder.totals(), Location::device, sizeof totals, stream);
   trace::mark("lorenzo: outlier totals read");
-  return encoder.outliers(quant, totals);
+  if (mask) *mask = encoder.mask(totals[2]);
+  return encoder.outliers(quant, {totals[0], totals[1]});
 }
 
 void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                 const Quantization& quant, void* field, cudaStream_t stream) {
-  DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream);
+                 const Quantization& quant, void* field, cudaStream_t stream, const uint8_t* mask, uint64_t mask_size,
+                 const MissingValues& missing) {
+  DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream, mask, mask_size, missing);
   decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
 }
 

@@ -4,12 +4,15 @@
 // inverse stay inside a tile (neighbours outside it count as 0), so every tile encodes and
 // decodes independently on any backend.
 //
-// Ports: field -> codes (u16 per value, field order) + outliers (bytes, layout below).
+// Ports: field -> codes (u16 per value, field order) + outliers (bytes, layout below), and
+// with fill values (parameter "fill") + mask (bytes, layout in mask.hh): missing points are
+// left out of the value range, never quantized, and given back bit for bit.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "core/missing_values.hh"
 #include "core/stage.hh"
 #include "runtime/portable.hh"
 
@@ -64,16 +67,25 @@ OutlierView parse_outliers(const uint8_t* stream, uint64_t size_bytes, DType typ
 // Checks that keys increase and name points inside the field (host memory).
 void validate_outlier_keys(const OutlierView& view, const TileGrid& grid);
 
-// CPU reference. `codes` holds count() values; the outlier stream is returned.
-Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes);
+// The stage header: the quantization (32 bytes), then with fill values u64 count and the
+// fill values' u64 bit patterns in the field's type (an f32's in the low 32 bits).
+std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing);
+void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing);
+
+// CPU reference. `codes` holds count() values; the outlier stream is returned. With fill
+// values, `mask` receives the mask stream (and the decoder reads it).
+Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
+                  const MissingValues& missing = {}, Buffer* mask = nullptr);
 void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                const Quantization& quant, void* field);
+                const Quantization& quant, void* field, const uint8_t* mask = nullptr, uint64_t mask_size = 0,
+                const MissingValues& missing = {});
 
 // CUDA backend (defined in CUDA builds): the same bytes.
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                   cudaStream_t stream);
+                   cudaStream_t stream, const MissingValues& missing = {}, Buffer* mask = nullptr);
 void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                 const Quantization& quant, void* field, cudaStream_t stream);
+                 const Quantization& quant, void* field, cudaStream_t stream, const uint8_t* mask = nullptr,
+                 uint64_t mask_size = 0, const MissingValues& missing = {});
 
 #ifdef FZG_HAVE_CUDA
 // Device coding by tile rows (encode_cuda and decode_cuda run all rows of their field). A
@@ -90,20 +102,28 @@ TileRows tile_rows(const Dims& dims);
 // Made before the quantization is known (its state is zeroed on the stream at once).
 class DeviceEncoder {
  public:
-  DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream);
+  DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
+                const MissingValues& missing = {});
   void encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                    uint64_t window_first);
-  // Device address of the field's outlier counts, complete once every row is encoded.
-  const OutlierCounts* totals() const;
+  // Device address of the field's totals, complete once every row is encoded: u64 escapes,
+  // exacts and mask runs.
+  const uint64_t* totals() const;
   // The outlier stream, once the caller has read the totals back.
   Buffer outliers(const Quantization& quant, OutlierCounts totals);
+  // The mask stream (with fill values), once the caller has read the run total back.
+  Buffer mask(uint64_t runs);
 
  private:
+  uint32_t* tile_counts() const;  // each tile's packed escape and exact counts
+  uint32_t* tile_runs() const;    // each tile's mask runs
   const void* field_;
   DType type_;
   TileGrid grid_;
   cudaStream_t stream_;
-  Buffer counts_;  // the totals, then each tile's packed escape and exact counts
+  MissingValues missing_;
+  Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts
+  Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
 };
 
 class DeviceDecoder {
@@ -111,7 +131,8 @@ class DeviceDecoder {
   // Validates the (device) outlier stream and finds each tile's outliers: one synchronization
   // when there are outliers, one to read their counts.
   DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                const Quantization& quant, cudaStream_t stream);
+                const Quantization& quant, cudaStream_t stream, const uint8_t* mask = nullptr,
+                uint64_t mask_size = 0, const MissingValues& missing = {});
   // Writes point i at [i - field_first] of `field` (a window of the output, or all of it).
   void decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first, void* field,
                    uint64_t field_first = 0);
@@ -121,8 +142,12 @@ class DeviceDecoder {
   TileGrid grid_;
   Quantization quant_;
   cudaStream_t stream_;
+  void index_mask(const uint8_t* mask, uint64_t mask_size);
+  MissingValues missing_;
   OutlierView view_;
-  Buffer starts_;  // per tile: where its escapes, then its exacts, start
+  Buffer starts_;      // per tile: where its escapes, then its exacts, start
+  Buffer mask_runs_;   // with fill values: the runs, aligned
+  Buffer mask_index_;  // run starts, a check flag, then each tile's first run
 };
 #endif
 

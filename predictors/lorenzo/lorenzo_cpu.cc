@@ -9,6 +9,7 @@
 
 #include "core/error.hh"
 #include "predictors/lorenzo/lorenzo.hh"
+#include "predictors/lorenzo/mask.hh"
 #include "predictors/lorenzo/quantizer.hh"
 #include "varlen/scan.hh"
 
@@ -35,29 +36,74 @@ struct Outliers {
   std::vector<uint64_t> escape_keys, exact_keys;
   std::vector<int32_t> escape_deltas;
   std::vector<T> exact_values;
+  std::vector<uint16_t> mask_runs;  // with fill values
 };
 
 constexpr uint32_t max_tile_volume = 2048;
 
+bool inside_tile(const TileShape& s, const TileBox& b, uint32_t l) {
+  return l % s.x < b.ex && (l / s.x) % s.y < b.ey && l / (s.x * s.y) < b.ez;
+}
+
+// Missing points take the q of a point with data in their 32 keys (see mask.hh).
+void substitute_missing(const TileShape& s, const TileBox& b, const uint8_t* symbols, int32_t q_missing, int32_t* q) {
+  for (uint32_t base = 0; base < s.volume(); base += mask_segment) {
+    uint32_t with_data = 0, missing = 0;
+    for (uint32_t lane = 0; lane < mask_segment; ++lane) {
+      if (!inside_tile(s, b, base + lane)) continue;
+      (symbols[base + lane] ? missing : with_data) |= 1u << lane;
+    }
+    for (uint32_t lane = 0; lane < mask_segment; ++lane) {
+      if (!(missing >> lane & 1u)) continue;
+      const int source = source_lane(with_data, lane);
+      q[base + lane] = source < 0 ? q_missing : q[base + source];
+    }
+  }
+}
+
+// The tile's mask runs, in key order (see mask.hh; points outside the field have symbol 0).
+void append_runs(const TileShape& s, const TileBox& b, const uint8_t* symbols, std::vector<uint16_t>& runs) {
+  const uint32_t slice = mask_slice_keys(s.x, s.y, s.z);
+  auto symbol_at = [&](uint32_t l) -> uint32_t { return inside_tile(s, b, l) ? symbols[l] : 0; };
+  auto difference_at = [&](uint32_t l) { return mask_difference(symbol_at(l), slice && l >= slice ? symbol_at(l - slice) : 0); };
+  uint32_t start = 0, difference = difference_at(0);
+  for (uint32_t l = 1; l <= s.volume(); ++l) {
+    const uint32_t next = l < s.volume() ? difference_at(l) : 0;
+    if (l == s.volume() || next != difference) {
+      runs.push_back(mask_run(l - start, difference));
+      start = l, difference = next;
+    }
+  }
+}
+
 template <typename T>
-void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantization& quant, uint16_t* codes,
-                 Outliers<T>& out) {
+void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantization& quant,
+                 const MissingValues& missing, uint16_t* codes, Outliers<T>& out) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume();
   const double inverse_step = 1.0 / quant.step;
   const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
   int32_t q[max_tile_volume];
+  uint8_t symbols[max_tile_volume];
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
         const T value = field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
+        if (!missing.empty()) {
+          symbols[l] = uint8_t(missing.symbol_of(value));
+          if (symbols[l]) continue;  // its q comes from a neighbour, below
+        }
         if (prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &q[l])) {
           out.exact_keys.push_back(key0 + l);
           out.exact_values.push_back(value);
         }
       }
+  if (!missing.empty()) {
+    substitute_missing(s, b, symbols, missing_quantum(quant), q);
+    append_runs(s, b, symbols, out.mask_runs);
+  }
   auto at = [&](uint32_t x, uint32_t y, uint32_t z, int dx, int dy, int dz) -> int32_t {
     if ((dx && x == 0) || (dy && y == 0) || (dz && z == 0)) return 0;
     return q[(x - dx) + s.x * ((y - dy) + s.y * (z - dz))];
@@ -81,7 +127,8 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
 }
 
 template <typename T>
-Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, uint16_t* codes) {
+Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, const MissingValues& missing,
+                    uint16_t* codes, Buffer* mask) {
   const TileGrid grid(dims);
   const int threads = omp_get_max_threads();
   std::vector<Outliers<T>> parts(threads);
@@ -89,7 +136,19 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const uint64_t first = grid.tile_count() * t / nt, last = grid.tile_count() * (t + 1) / nt;
-    for (uint64_t tile = first; tile < last; ++tile) encode_tile(field, grid, tile, quant, codes, parts[t]);
+    for (uint64_t tile = first; tile < last; ++tile) encode_tile(field, grid, tile, quant, missing, codes, parts[t]);
+  }
+  if (mask) {
+    // The threads' runs in tile order, after the run count.
+    uint64_t runs = 0;
+    for (const auto& part : parts) runs += part.mask_runs.size();
+    *mask = Buffer::host(mask_stream_size(runs));
+    std::memcpy(mask->data(), &runs, 8);
+    uint8_t* at = mask->data() + 8;
+    for (const auto& part : parts) {
+      if (!part.mask_runs.empty()) std::memcpy(at, part.mask_runs.data(), 2 * part.mask_runs.size());
+      at += 2 * part.mask_runs.size();
+    }
   }
   // Each thread's outliers go after those of the threads before it: the shared scan of their
   // counts, then the copies in parallel.
@@ -118,9 +177,16 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
   return stream;
 }
 
+// Tile t's mask runs: [first[t], first[t + 1]) of `runs`.
+struct MaskView {
+  const uint16_t* runs = nullptr;
+  std::vector<uint64_t> first;
+  MissingValues missing;
+};
+
 template <typename T>
-void decode_tile(const uint16_t* codes, const OutlierView& o, const TileGrid& g, uint64_t tile, const Quantization& quant,
-                 T* field) {
+void decode_tile(const uint16_t* codes, const OutlierView& o, const MaskView& mask, const TileGrid& g, uint64_t tile,
+                 const Quantization& quant, T* field) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume(), key1 = key0 + s.volume();
@@ -163,32 +229,80 @@ void decode_tile(const uint16_t* codes, const OutlierView& o, const TileGrid& g,
     std::memcpy(&field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))],
                 o.exact_values + sizeof(T) * (k - o.exact_keys), sizeof(T));
   }
+  if (!mask.runs) return;
+  const uint32_t slice = mask_slice_keys(s.x, s.y, s.z);
+  uint8_t symbols[max_tile_volume];
+  uint32_t l = 0;
+  for (uint64_t r = mask.first[tile]; r < mask.first[tile + 1]; ++r) {
+    const uint32_t length = mask_run_length(mask.runs[r]), difference = mask_run_difference(mask.runs[r]);
+    for (uint32_t k = l; k < l + length; ++k) {
+      symbols[k] = uint8_t(mask_symbol(difference, slice && k >= slice ? symbols[k - slice] : 0));
+      if (!symbols[k] || !inside_tile(s, b, k)) continue;
+      const uint32_t x = k % s.x, y = (k / s.x) % s.y, z = k / (s.x * s.y);
+      field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] = mask.missing.value_of<T>(symbols[k]);
+    }
+    l += length;
+  }
+}
+
+// Checks a mask stream against the grid and finds each tile's runs (throws corrupt_data).
+MaskView read_mask(const uint8_t* stream, uint64_t size_bytes, const TileGrid& grid, const MissingValues& missing) {
+  MaskView view;
+  view.missing = missing;
+  view.first.assign(grid.tile_count() + 1, 0);
+  require_data(size_bytes >= 8, "mask stream shorter than its run count");
+  uint64_t runs;
+  std::memcpy(&runs, stream, 8);
+  require_data(runs <= (size_bytes - 8) / 2 && mask_stream_size(runs) == size_bytes, "mask stream size");
+  view.runs = reinterpret_cast<const uint16_t*>(stream + 8);
+  const uint64_t volume = grid.tile.volume();
+  uint64_t tile = 0, filled = 0;  // keys of `tile` covered so far
+  for (uint64_t r = 0; r < runs; ++r) {
+    require_data(tile < grid.tile_count(), "mask runs past the field");
+    if (filled == 0) view.first[tile] = r;
+    filled += mask_run_length(view.runs[r]);
+    require_data(filled <= volume && mask_run_difference(view.runs[r]) <= missing.count + 1, "mask run");
+    if (filled == volume) ++tile, filled = 0;
+  }
+  require_data(tile == grid.tile_count() && filled == 0, "mask runs do not cover the field");
+  view.first[grid.tile_count()] = runs;
+  return view;
 }
 
 template <typename T>
-void decode_typed(const uint16_t* codes, const OutlierView& view, const Dims& dims, const Quantization& quant, T* field) {
+void decode_typed(const uint16_t* codes, const OutlierView& view, const MaskView& mask, const Dims& dims,
+                  const Quantization& quant, T* field) {
   const TileGrid grid(dims);
   const int64_t tiles = int64_t(grid.tile_count());
 #pragma omp parallel for schedule(static)
-  for (int64_t tile = 0; tile < tiles; ++tile) decode_tile(codes, view, grid, uint64_t(tile), quant, field);
+  for (int64_t tile = 0; tile < tiles; ++tile) decode_tile(codes, view, mask, grid, uint64_t(tile), quant, field);
 }
 
 }  // namespace
 
-Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes) {
-  if (type == DType::f32) return encode_typed(static_cast<const float*>(field), dims, quant, codes);
-  return encode_typed(static_cast<const double*>(field), dims, quant, codes);
+Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
+                  const MissingValues& missing, Buffer* mask) {
+  if (type == DType::f32) return encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, mask);
+  return encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, mask);
 }
 
 void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                const Quantization& quant, void* field) {
+                const Quantization& quant, void* field, const uint8_t* mask, uint64_t mask_size,
+                const MissingValues& missing) {
   // The stream is copied so that its arrays are aligned whatever the container's offsets.
   std::vector<uint64_t> aligned((outliers_size + 7) / 8);
   if (outliers_size > 0) std::memcpy(aligned.data(), outliers, outliers_size);  // an empty stream has no data pointer
   const OutlierView view = parse_outliers(reinterpret_cast<const uint8_t*>(aligned.data()), outliers_size, type);
   validate_outlier_keys(view, TileGrid(dims));
-  if (type == DType::f32) return decode_typed(codes, view, dims, quant, static_cast<float*>(field));
-  decode_typed(codes, view, dims, quant, static_cast<double*>(field));
+  std::vector<uint16_t> mask_aligned;
+  MaskView mask_view;
+  if (!missing.empty()) {
+    mask_aligned.resize((mask_size + 1) / 2);
+    if (mask_size > 0) std::memcpy(mask_aligned.data(), mask, mask_size);
+    mask_view = read_mask(reinterpret_cast<const uint8_t*>(mask_aligned.data()), mask_size, TileGrid(dims), missing);
+  }
+  if (type == DType::f32) return decode_typed(codes, view, mask_view, dims, quant, static_cast<float*>(field));
+  decode_typed(codes, view, mask_view, dims, quant, static_cast<double*>(field));
 }
 
 }  // namespace fzg::lorenzo

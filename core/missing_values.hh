@@ -1,0 +1,84 @@
+// Missing points: values a field uses to mark "no data" (fill values such as 1e20 on land in
+// ocean models, NetCDF's 9.97e36, -1.07e9 in satellite products, or NaN). A point is missing
+// when its bits equal a fill value's bits in the field's own type (1e20 as f32 is
+// 100000002004087734272): a predictor leaves such points out of the value range and the
+// bound, and a decoder gives them back bit for bit.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/field.hh"
+#include "runtime/portable.hh"
+
+namespace fzg {
+
+struct MissingValues {
+  // At most 15 fill values: a missing point's symbol (1..15) fits in four bits.
+  static constexpr uint32_t capacity = 15;
+  uint32_t count = 0;
+  uint64_t bits[capacity] = {};  // the fill values' bit patterns (an f32's in the low 32 bits)
+
+  bool empty() const { return count == 0; }
+  // 0 for a point that holds data, i + 1 for a point equal (bit for bit) to fill value i.
+  template <typename T>
+  FZG_HOST_DEVICE uint32_t symbol_of(T value) const {
+    const uint64_t pattern = bits_of(value);
+    uint32_t symbol = 0;
+    for (uint32_t i = 0; i < count; ++i)
+      if (bits[i] == pattern) symbol = i + 1;
+    return symbol;
+  }
+  // Fill value `symbol - 1` as a T.
+  template <typename T>
+  FZG_HOST_DEVICE T value_of(uint32_t symbol) const {
+    const uint64_t pattern = bits[symbol - 1];
+#if defined(__CUDA_ARCH__)
+    if constexpr (sizeof(T) == 4) return __uint_as_float(uint32_t(pattern));
+    else return __longlong_as_double((long long)pattern);
+#else
+    T value;
+    if constexpr (sizeof(T) == 4) {
+      const uint32_t word = uint32_t(pattern);
+      std::memcpy(&value, &word, 4);
+    } else {
+      std::memcpy(&value, &pattern, 8);
+    }
+    return value;
+#endif
+  }
+
+ private:
+  template <typename T>
+  FZG_HOST_DEVICE static uint64_t bits_of(T value) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (sizeof(T) == 4) return __float_as_uint(value);
+    else return uint64_t(__double_as_longlong(value));
+#else
+    if constexpr (sizeof(T) == 4) {
+      uint32_t word;
+      std::memcpy(&word, &value, 4);
+      return word;
+    } else {
+      uint64_t pattern;
+      std::memcpy(&pattern, &value, 8);
+      return pattern;
+    }
+#endif
+  }
+};
+
+// The fill values' patterns in a float type: each double converted to `type` (NaN stays NaN,
+// its sign kept). Fails with invalid_argument on more than `capacity` values, on values that
+// coincide in `type`, or on a type that is not f32 or f64.
+MissingValues missing_values_of(const std::vector<double>& values, DType type);
+
+// A fill value as a user writes it: a number, or nan, -nan, inf, -inf (invalid_argument
+// otherwise). "nan" is the canonical quiet NaN of the field's type; other NaN payloads are
+// not fill values (they are stored exactly, as any NaN is without fill values).
+double parse_fill_value(const std::string& text);
+// The form parse_fill_value reads back: shortest round-trip decimal, or nan / -nan / inf / -inf.
+std::string fill_value_text(double value);
+
+}  // namespace fzg

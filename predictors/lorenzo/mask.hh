@@ -1,0 +1,76 @@
+// Missing points in the Lorenzo stage: what a fill point predicts from, and the mask stream
+// that gives fill points back. Shared bit for bit by the CPU and CUDA backends.
+//
+// A missing point (see core/missing_values.hh) is not quantized and never an outlier. Its q,
+// which only its neighbours' predictions read, is copied from a point that holds data in the
+// same 32 keys of its tile (a warp's points on the GPU: 32 consecutive x of one row): the
+// nearest such point before it, else the nearest after it, else `missing_quantum` (the middle
+// of the valid range). Inside land, rows of copied values make the Lorenzo deltas 0, and at a
+// coastline the delta is that of the nearest sea point: fill points cost next to nothing and
+// coastlines do not become outliers.
+//
+// The mask stream (present only when the stage has fill values):
+//   u64 run_count R | u16 runs[R]
+// A point's symbol is 0 when it holds data (or lies outside the field in an edge tile) and s
+// when it equals fill value s - 1. What the runs code is each key's difference from the key
+// one slice before in its tile (the row before in a 2D tile, the plane before in a 3D tile;
+// symbol 0 before the first slice, and always in 1D): 0 where the symbols are equal, else the
+// symbol + 1, so a land mask that repeats from row to row or plane to plane (a coastline, a
+// mask constant in time) codes as long runs of 0. A run is `length - 1` in bits 0-10 and its
+// difference in bits 11-15. Runs go in key order (tile after tile, tile-major keys as for
+// outliers), never cross a tile boundary, and cover every key of every tile.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "core/field.hh"
+#include "predictors/lorenzo/quantizer.hh"
+#include "runtime/portable.hh"
+
+namespace fzg::lorenzo {
+
+constexpr uint32_t mask_segment = 32;  // keys a missing point may copy its q from
+
+// The lane (0-31) whose q a missing `lane` takes, given the lanes that hold data; -1 for none.
+FZG_HOST_DEVICE int source_lane(uint32_t lanes_with_data, uint32_t lane) {
+  const uint32_t below = lanes_with_data & ((1u << lane) - 1u);
+  const uint32_t above = lane == 31 ? 0u : lanes_with_data & (~0u << (lane + 1));
+#if defined(__CUDA_ARCH__)
+  if (below) return 31 - __clz(below);
+  if (above) return __ffs(above) - 1;
+#else
+  if (below) return 31 - __builtin_clz(below);
+  if (above) return __builtin_ctz(above);
+#endif
+  return -1;
+}
+
+// The q of a missing point with no point holding data in its 32 keys: the middle of the valid
+// range, quantized (0 when that does not fit).
+inline int32_t missing_quantum(const Quantization& quant) {
+  const double middle = quant.min / 2 + quant.max / 2;
+  const double r = middle * (1.0 / quant.step);
+  if (!(std::fabs(r) <= max_quantized_magnitude)) return 0;
+  return int32_t(std::rint(r));
+}
+
+// Keys from a point to the one a slice before it in its tile (0 for 1D tiles: no slices).
+constexpr uint32_t mask_slice_keys(uint32_t tile_x, uint32_t tile_y, uint32_t tile_z) {
+  return tile_z > 1 ? tile_x * tile_y : tile_y > 1 ? tile_x : 0;
+}
+FZG_HOST_DEVICE uint32_t mask_difference(uint32_t symbol, uint32_t reference) {
+  return symbol == reference ? 0u : symbol + 1;
+}
+FZG_HOST_DEVICE uint32_t mask_symbol(uint32_t difference, uint32_t reference) {
+  return difference ? difference - 1 : reference;
+}
+
+FZG_HOST_DEVICE uint16_t mask_run(uint32_t length, uint32_t difference) {
+  return uint16_t((length - 1) | difference << 11);
+}
+FZG_HOST_DEVICE uint32_t mask_run_length(uint16_t run) { return (run & 0x7ffu) + 1; }
+FZG_HOST_DEVICE uint32_t mask_run_difference(uint16_t run) { return run >> 11; }
+
+inline uint64_t mask_stream_size(uint64_t runs) { return 8 + 2 * runs; }
+
+}  // namespace fzg::lorenzo

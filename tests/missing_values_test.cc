@@ -1,0 +1,283 @@
+// Fill values: missing points stay out of the value range and the bound, come back bit for bit,
+// cost next to nothing in the mask stream, and the CPU and CUDA backends write the same bytes.
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "core/missing_values.hh"
+#include "core/registry.hh"
+#include "predictors/lorenzo/lorenzo.hh"
+#include "test_util.hh"
+
+namespace fzg {
+
+namespace {
+
+using testing::expect_error;
+
+// A smooth field with a land mask (a disc of fill values and a coastline that moves from row
+// to row) and, when `scattered`, isolated fill points too.
+template <typename T>
+std::vector<T> masked_field(const Dims& d, T fill, bool scattered, uint64_t seed = 3) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, 0.01);
+  std::vector<T> v(d.count());
+  for (uint64_t z = 0; z < d.z; ++z)
+    for (uint64_t y = 0; y < d.y; ++y)
+      for (uint64_t x = 0; x < d.x; ++x) {
+        const uint64_t i = x + d.x * (y + d.y * z);
+        const double cx = double(x) - 0.4 * double(d.x), cy = double(y) - 0.5 * double(d.y);
+        const bool land = cx * cx + cy * cy < 0.08 * double(d.x * d.x) || double(x) > 0.8 * double(d.x) + 3 * std::sin(0.3 * double(y));
+        v[i] = land ? fill : T(20 + 5 * std::sin(0.05 * double(x)) * std::cos(0.07 * double(y)) + 0.3 * double(z) + noise(rng));
+        if (scattered && rng() % 97 == 0) v[i] = fill;
+      }
+  return v;
+}
+
+template <typename T>
+uint64_t bits_of(T v) {
+  uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof(T));
+  return b;
+}
+
+// Compresses with fill values at `bound`, decompresses, and checks every missing point bit for
+// bit, every other point against the absolute bound of the valid range; returns the file.
+template <typename T>
+Buffer expect_round_trip(const std::vector<T>& v, const Dims& d, const std::vector<double>& fills, ErrorBound bound,
+                         Device device = Device::cpu) {
+  const MissingValues missing = missing_values_of(fills, dtype_of<T>());
+  CompressOptions options;
+  options.bound = bound;
+  options.device = device;
+  options.fill_values = fills;
+  const Buffer file = compress(Graph::default_fz(), FieldRef{v.data(), Location::host, dtype_of<T>(), d}, options);
+  DecompressOptions decode;
+  decode.device = device;
+  const Decompressed out = decompress(file, decode);
+  const T* back = out.data.as<T>();
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (T x : v)
+    if (std::isfinite(double(x)) && missing.symbol_of(x) == 0) lo = std::min(lo, double(x)), hi = std::max(hi, double(x));
+  const double eb = out.header.quant.error_bound;
+  if (lo <= hi && bound.mode == ErrorMode::rel) {
+    EXPECT_EQ(out.header.quant.min, lo);  // the range of the points with data
+    EXPECT_EQ(out.header.quant.max, hi);
+  }
+  uint64_t over = 0, changed_fills = 0;
+  for (uint64_t i = 0; i < v.size(); ++i) {
+    if (missing.symbol_of(v[i])) changed_fills += bits_of(v[i]) != bits_of(back[i]);
+    else if (!std::isfinite(double(v[i]))) over += bits_of(v[i]) != bits_of(back[i]);  // kept exactly
+    else over += !(std::fabs(double(v[i]) - double(back[i])) <= eb);
+  }
+  EXPECT_EQ(changed_fills, 0u);
+  EXPECT_EQ(over, 0u);
+  return file;
+}
+
+std::vector<uint8_t> stream_named(const Buffer& file, const std::string& name) {
+  const Container c = inspect(file);
+  const Graph graph = Graph::from_text(c.graph_json);
+  for (size_t s = 0; s < graph.stored().size(); ++s)
+    if (graph.describe(graph.stored()[s]) == name) {
+      std::vector<uint8_t> bytes;
+      for (const auto& chunk : c.chunks) {
+        const uint8_t* at = file.data() + chunk.stream_offsets.at(s);
+        bytes.insert(bytes.end(), at, at + chunk.streams.at(s).size);
+      }
+      return bytes;
+    }
+  ADD_FAILURE() << "no stream " << name;
+  return {};
+}
+
+}  // namespace
+
+TEST(MissingValues, FillValuesAreMatchedBitForBitInTheFieldsType) {
+  const MissingValues f32 = missing_values_of({1e20}, DType::f32);
+  EXPECT_EQ(f32.symbol_of(float(1e20)), 1u);
+  EXPECT_EQ(f32.symbol_of(1e20), 0u);  // 1e20 as f64 is not the f32 fill value
+  EXPECT_EQ(f32.symbol_of(std::nextafter(float(1e20), 0.f)), 0u);
+  const MissingValues nan = missing_values_of({parse_fill_value("nan"), parse_fill_value("-nan")}, DType::f32);
+  EXPECT_EQ(nan.symbol_of(std::numeric_limits<float>::quiet_NaN()), 1u);
+  EXPECT_EQ(nan.symbol_of(-std::numeric_limits<float>::quiet_NaN()), 2u);
+  uint32_t payload = 0x7fc00123;
+  float other_nan;
+  std::memcpy(&other_nan, &payload, 4);
+  EXPECT_EQ(nan.symbol_of(other_nan), 0u);  // another NaN payload is data (an exact outlier)
+}
+
+TEST(MissingValues, BadFillValuesAreRefusedClearly) {
+  expect_error([] { parse_fill_value("sea"); }, ErrorCode::invalid_argument, "bad fill value 'sea'");
+  expect_error([] { missing_values_of({1, 2, 1}, DType::f64); }, ErrorCode::invalid_argument, "are the same f64");
+  // 1e20 and 1.0000000000001e20 are one f32 value.
+  expect_error([] { missing_values_of({1e20, 1.0000000000001e20}, DType::f32); }, ErrorCode::invalid_argument,
+               "are the same f32");
+  expect_error([] { missing_values_of(std::vector<double>(16, 0.0), DType::f32); }, ErrorCode::invalid_argument,
+               "at most 15");
+  expect_error([] { missing_values_of({1}, DType::u16); }, ErrorCode::invalid_argument, "f32 or f64");
+  expect_error([] { make_stage("lorenzo", {{"fill", {"land"}}}); }, ErrorCode::invalid_config, "fill[0]");
+  expect_error([] { make_stage("lorenzo", {{"fill", 1e20}}); }, ErrorCode::invalid_config, "list of fill values");
+  expect_error([] { make_stage("lorenzo", {{"fill", {1.5, 1.5}}}); }, ErrorCode::invalid_argument, "the same");
+  expect_error([] { Graph::default_fz().without_predictor().with_fill_values({1}); }, ErrorCode::invalid_config,
+               "need a predictor");
+}
+
+TEST(MissingValues, FillParametersRoundTripThroughTheStoredGraph) {
+  const Graph graph = Graph::default_fz().with_fill_values({1e20, parse_fill_value("nan"), -999});
+  const Graph again = Graph::from_text(graph.canonical_text());
+  EXPECT_EQ(again.canonical_text(), graph.canonical_text());
+  EXPECT_NE(graph.canonical_text().find("predict.mask"), std::string::npos);
+  // Without fill values the graph is the one files have always stored.
+  EXPECT_EQ(graph.with_fill_values({}).canonical_text(), Graph::default_fz().canonical_text());
+}
+
+TEST(MissingValues, RealFieldsWithFillValuesKeepThemAndTheBound) {
+  const std::string dir = testing::shared_datasets();
+  struct Real {
+    const char* file;
+    std::vector<uint64_t> dims;
+    double fill;
+  };
+  for (const Real& r : {Real{"sst-nemo_360x330x1.f32", {360, 330}, 1e20}, Real{"sst-ostia_432x18x54.f32", {432, 18, 54}, 1e20},
+                        Real{"tb-satellite_256x160x1.f32", {256, 160}, -1073741824.0}}) {
+    std::ifstream in(dir + "/" + r.file, std::ios::binary);
+    if (!in) GTEST_SKIP() << "no " << dir << "/" << r.file;
+    const Dims d = Dims::make(r.dims);
+    std::vector<float> v(d.count());
+    in.read(reinterpret_cast<char*>(v.data()), std::streamsize(4 * v.size()));
+    for (double rel : {1e-2, 1e-3, 1e-4}) {
+      SCOPED_TRACE(std::string(r.file) + " rel " + std::to_string(rel));
+      const Buffer file = expect_round_trip(v, d, {r.fill}, {ErrorMode::rel, rel});
+      // Far smaller than the field: the fill points are no exact outliers (before fill values
+      // each cost 12 bytes as one, and sst-nemo grew past its own size).
+      EXPECT_GT(double(v.size() * 4) / double(file.size()), 2.5);
+      const std::vector<uint8_t> outliers = stream_named(file, "predict.outliers");
+      uint64_t exacts = 0;
+      ASSERT_GE(outliers.size(), 16u);
+      std::memcpy(&exacts, outliers.data() + 8, 8);
+      EXPECT_EQ(exacts, 0u);
+    }
+  }
+}
+
+TEST(MissingValues, SyntheticMasksOfEveryShape) {
+  const float fill = -999.f;
+  for (const Dims& d : {Dims::make({5000}), Dims::make({67, 45}), Dims::make({33, 17, 9}), Dims::make({64, 64, 16})}) {
+    SCOPED_TRACE(d.to_string());
+    const uint64_t n = d.count();
+    std::vector<std::vector<float>> cases;
+    cases.push_back(masked_field<float>(d, fill, true));
+    cases.push_back(std::vector<float>(n, fill));  // all missing
+    std::vector<float> none = masked_field<float>(d, 1.f, false);
+    for (float& x : none) x = x == 1.f ? 2.f : x;  // none missing
+    cases.push_back(none);
+    std::vector<float> one(n, fill);  // one valid point
+    one[n / 2] = 3.25f;
+    cases.push_back(one);
+    std::vector<float> checkerboard(n);
+    for (uint64_t i = 0; i < n; ++i) checkerboard[i] = (i + i / d.x) % 2 ? fill : float(std::sin(0.01 * double(i)));
+    cases.push_back(checkerboard);
+    for (const auto& v : cases)
+      for (ErrorBound b : {ErrorBound{ErrorMode::rel, 1e-3}, ErrorBound{ErrorMode::abs, 1e-2}, ErrorBound{ErrorMode::psnr, 60}})
+        expect_round_trip(v, d, {fill}, b);
+  }
+}
+
+TEST(MissingValues, NanAsAFillValueAndSeveralFillValuesAtOnce) {
+  const Dims d = Dims::make({70, 50, 6});
+  std::vector<double> v = masked_field<double>(d, std::numeric_limits<double>::quiet_NaN(), true);
+  for (uint64_t i = 0; i < v.size(); i += 53) v[i] = -1e30;
+  for (uint64_t i = 5; i < v.size(); i += 71) v[i] = std::numeric_limits<double>::infinity();  // data: an exact outlier
+  expect_round_trip(v, d, {parse_fill_value("nan"), -1e30}, {ErrorMode::rel, 1e-4});
+}
+
+TEST(MissingValues, AFillValueOfAnotherTypeIsData) {
+  // 0.1 as f64 is a fill value of an f64 field; 0.1f widened to f64 is data there.
+  const Dims d = Dims::make({40, 40});
+  std::vector<double> v = masked_field<double>(d, 0.1, false);
+  for (uint64_t i = 0; i < v.size(); i += 7) v[i] = double(0.1f);
+  expect_round_trip(v, d, {0.1}, {ErrorMode::abs, 1e-6});
+}
+
+TEST(MissingValues, LandMasksCostNextToNothing) {
+  // A coastline that moves from row to row and a mask constant along z: the mask stream is
+  // a small fraction of the field's bytes (a bitmap would be 1/32 of an f32 field).
+  const Dims d = Dims::make({200, 150, 24});
+  const std::vector<float> v = masked_field<float>(d, 1e20f, false);
+  const Buffer file = expect_round_trip(v, d, {1e20}, {ErrorMode::rel, 1e-3});
+  EXPECT_LT(double(stream_named(file, "predict.mask").size()), 0.01 * double(4 * v.size()));
+}
+
+TEST(MissingValues, DamagedMaskStreamsAreCorruptDataNeverACrash) {
+  const Dims d = Dims::make({67, 45});
+  const std::vector<float> v = masked_field<float>(d, -5.f, true);
+  // The stage alone: every truncation and many bit flips of its mask stream.
+  const auto stage = make_stage("lorenzo", {{"fill", {-5}}});
+  StageContext ctx;
+  ctx.dtype = DType::f32;
+  ctx.field_dims = ctx.dims = d;
+  FieldSummary summary;
+  summary.bound = {ErrorMode::rel, 1e-3};
+  const MissingValues missing = missing_values_of({-5}, DType::f32);
+  finite_range(v.data(), DType::f32, v.size(), &summary.min, &summary.max, &missing);
+  const std::vector<uint8_t> header = stage->make_header(ctx, summary);
+  ctx.header = &header;
+  const std::vector<Buffer> outputs = stage->encode(ctx, {Buffer::view(const_cast<float*>(v.data()), 4 * v.size(), Location::host)});
+  ASSERT_EQ(outputs.size(), 3u);
+  const std::vector<uint8_t> mask = testing::bytes_of(outputs[2]);
+  auto decode_with = [&](const std::vector<uint8_t>& damaged) {
+    std::vector<Buffer> outs{outputs[0], outputs[1], Buffer::host(damaged.size())};
+    if (!damaged.empty()) std::memcpy(outs[2].data(), damaged.data(), damaged.size());
+    std::vector<Buffer> inputs{Buffer::host(4 * v.size())};
+    stage->decode(ctx, outs, inputs);
+  };
+  decode_with(mask);  // intact
+  for (uint64_t cut = 0; cut < mask.size(); cut += 1 + cut / 7) {
+    std::vector<uint8_t> damaged(mask.begin(), mask.begin() + long(cut));
+    expect_error([&] { decode_with(damaged); }, ErrorCode::corrupt_data, "mask");
+  }
+  std::mt19937 rng(5);
+  uint64_t refused = 0;
+  for (int flip = 0; flip < 400; ++flip) {
+    std::vector<uint8_t> damaged = mask;
+    damaged[rng() % damaged.size()] ^= uint8_t(1u << (rng() % 8));
+    try {
+      decode_with(damaged);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::corrupt_data) << e.what();
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 0u);
+}
+
+TEST(MissingValues, GpuWritesTheCpuBytes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  for (const Dims& d : {Dims::make({5000}), Dims::make({67, 45}), Dims::make({33, 17, 9}), Dims::make({128, 96, 40})}) {
+    for (bool scattered : {false, true}) {
+      SCOPED_TRACE(d.to_string() + (scattered ? " scattered" : ""));
+      const std::vector<float> f32 = masked_field<float>(d, 1e20f, scattered);
+      const std::vector<double> f64 = masked_field<double>(d, std::numeric_limits<double>::quiet_NaN(), scattered);
+      for (double rel : {1e-2, 1e-4}) {
+        const Buffer a = expect_round_trip(f32, d, {1e20}, {ErrorMode::rel, rel}, Device::cpu);
+        const Buffer b = expect_round_trip(f32, d, {1e20}, {ErrorMode::rel, rel}, Device::cuda);
+        ASSERT_EQ(a.size(), b.size());
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0);
+        const Buffer c = expect_round_trip(f64, d, {parse_fill_value("nan")}, {ErrorMode::rel, rel}, Device::cpu);
+        const Buffer e = expect_round_trip(f64, d, {parse_fill_value("nan")}, {ErrorMode::rel, rel}, Device::cuda);
+        ASSERT_EQ(c.size(), e.size());
+        EXPECT_EQ(std::memcmp(c.data(), e.data(), c.size()), 0);
+        // Each file decodes on the other backend to the same values.
+        DecompressOptions on_gpu;
+        on_gpu.device = Device::cuda;
+        const Decompressed x = decompress(a, on_gpu), y = decompress(b, DecompressOptions{});
+        EXPECT_EQ(std::memcmp(x.data.data(), y.data.data(), x.data.size()), 0);
+      }
+    }
+  }
+}
+
+}  // namespace fzg
