@@ -59,6 +59,7 @@ struct StageCase {
 std::vector<StageCase> stage_cases() {
   return {
       {"lorenzo", json::object()},
+      {"lorenzo", {{"fill", {1e20, "nan"}}}},  // the fill_values hazard's land and the nan_inf hazard's NaNs
       {"bitshuffle", json::object()},
       {"zero-block", json::object()},  // the defaults, as a graph without "params" gets them
       {"zero-block", {{"block_words", 1}}},
@@ -268,7 +269,8 @@ std::vector<Sample> samples_for(const Stage& stage) {
             ++seed;
             FieldSummary summary;
             summary.bound = {ErrorMode::rel, 1e-3};
-            if (spec.needs_value_range) finite_range(s.inputs[0].data(), t, n, &summary.min, &summary.max);
+            const MissingValues missing = stage.missing_values(t);
+            if (spec.needs_value_range) finite_range(s.inputs[0].data(), t, n, &summary.min, &summary.max, &missing);
             s.header = stage.make_header(context_of(s, Device::cpu), summary);
             s.damaged = has_outliers(h) && n > 1;
             samples.push_back(std::move(s));
