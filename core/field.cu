@@ -21,14 +21,31 @@ struct Range {
   T lo, hi;
 };
 
-// A point's range: empty when it is not finite or is a fill value.
+// A point's range: empty when it is not finite.
 template <typename T>
 struct ToRange {
-  MissingValues missing;
   __device__ Range<T> operator()(T v) const {
-    return isfinite(v) && missing.symbol_of(v) == 0 ? Range<T>{v, v} : Range<T>{T(INFINITY), T(-INFINITY)};
+    return isfinite(v) ? Range<T>{v, v} : Range<T>{T(INFINITY), T(-INFINITY)};
   }
 };
+
+// The same, and empty at a fill value. The fill values stay in device memory: a functor as
+// large as MissingValues made CUB's reduction five times slower (measured on the H100).
+template <typename T>
+struct ToRangeWithout {
+  const MissingValues* missing;
+  __device__ Range<T> operator()(T v) const {
+    return isfinite(v) && missing->symbol_of(v) == 0 ? Range<T>{v, v} : Range<T>{T(INFINITY), T(-INFINITY)};
+  }
+};
+
+// The fill values in device memory, for ToRangeWithout (empty without fill values).
+Buffer device_copy(const MissingValues& missing, cudaStream_t stream) {
+  if (missing.empty()) return Buffer();
+  Buffer copy = Buffer::device(sizeof(MissingValues), stream);
+  copy_bytes(copy.data(), Location::device, &missing, Location::host, sizeof(MissingValues), stream);
+  return copy;
+}
 
 template <typename T>
 struct Widen {
@@ -43,14 +60,21 @@ Range<T> empty_range() {
 }
 
 // Queues the range of data[0, count) into *out; `temp` grows to what CUB asks for.
-template <typename T>
-void reduce_into(const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream,
-                 const MissingValues& missing) {
-  auto ranges = thrust::make_transform_iterator(data, ToRange<T>{missing});
+template <typename T, typename Functor>
+void reduce_with(Functor to_range, const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream) {
+  auto ranges = thrust::make_transform_iterator(data, to_range);
   size_t temp_bytes = 0;
   FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, temp_bytes, ranges, out, count, Widen<T>{}, empty_range<T>(), stream));
   if (temp.size() < temp_bytes) temp = Buffer::device(temp_bytes, stream);
   FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), temp_bytes, ranges, out, count, Widen<T>{}, empty_range<T>(), stream));
+}
+
+// `missing`: the fill values in device memory (device_copy), or null.
+template <typename T>
+void reduce_into(const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream,
+                 const MissingValues* missing) {
+  if (!missing) reduce_with(ToRange<T>{}, data, count, out, temp, stream);
+  else reduce_with(ToRangeWithout<T>{missing}, data, count, out, temp, stream);
 }
 
 // The range as the CPU reports it: [0, 0] when nothing is finite, never -0.
@@ -92,8 +116,9 @@ struct ArrivingRange::State {
   cudaStream_t arrivals, reductions = thread_stream(0);
   cudaEvent_t arrived = nullptr;
   Buffer ranges = Buffer::device(2 * sizeof(Range<double>), reductions), temp;
-  MissingValues missing;
-  State(DType t, cudaStream_t s, const MissingValues* m) : type(t), arrivals(s), missing(m ? *m : MissingValues{}) {
+  Buffer missing;
+  State(DType t, cudaStream_t s, const MissingValues* m)
+      : type(t), arrivals(s), missing(device_copy(m ? *m : MissingValues{}, reductions)) {
     FZG_CUDA_CHECK(cudaEventCreateWithFlags(&arrived, cudaEventDisableTiming));
   }
   ~State() {
@@ -123,7 +148,7 @@ void ArrivingRange::add(const void* data, uint64_t count) {
   typed(s.type, [&](auto zero) {
     using T = decltype(zero);
     auto* total = s.ranges.as<Range<T>>();
-    reduce_into(static_cast<const T*>(data), count, total + 1, s.temp, s.reductions, s.missing);
+    reduce_into(static_cast<const T*>(data), count, total + 1, s.temp, s.reductions, s.missing.as<MissingValues>());
     widen_kernel<<<1, 1, 0, s.reductions>>>(total, total + 1);
     FZG_CUDA_CHECK_LAUNCH();
   });
@@ -139,8 +164,9 @@ DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStrea
   typed(type, [&](auto zero) {
     using T = decltype(zero);
     range_ = Buffer::device(sizeof(Range<T>), stream);
+    missing_ = device_copy(missing ? *missing : MissingValues{}, stream);
     reduce_into(static_cast<const T*>(data), count, range_.as<Range<T>>(), temp_, stream,
-                missing ? *missing : MissingValues{});
+                missing_.as<MissingValues>());
   });
 }
 

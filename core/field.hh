@@ -69,7 +69,7 @@ class DeviceRange {
  private:
   DType type_;
   cudaStream_t stream_;
-  Buffer range_, temp_;
+  Buffer range_, temp_, missing_;
 };
 
 // The same on device data that arrives in pieces on `stream` (an upload): add() reduces a

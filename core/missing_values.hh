@@ -26,8 +26,15 @@ struct MissingValues {
   FZG_HOST_DEVICE uint32_t symbol_of(T value) const {
     const uint64_t pattern = bits_of(value);
     uint32_t symbol = 0;
-    for (uint32_t i = 0; i < count; ++i)
+    // Unrolled over the capacity (constant indices keep `bits` in registers or the kernel's
+    // parameters on the GPU), and left after `count` (most fields have one fill value).
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (uint32_t i = 0; i < capacity; ++i) {
+      if (i >= count) break;
       if (bits[i] == pattern) symbol = i + 1;
+    }
     return symbol;
   }
   // Fill value `symbol - 1` as a T.

@@ -555,18 +555,53 @@ struct MaskSource {
   MissingValues missing;
 };
 
-// The tile's point symbols from its mask runs into `symbols` (one byte per key): the runs'
-// differences spread over the keys, then each column along the slices resolved by a thread
-// (mask.hh). The whole block calls it; the symbols are complete when it returns.
+// What expand_mask keeps in shared memory: the tile's runs' first keys and differences.
 template <int TX, int TY, int TZ>
-__device__ void expand_mask(const MaskSource& mask, uint32_t tile, uint8_t* symbols) {
-  constexpr uint32_t volume = TX * TY * TZ, slice = mask_slice_keys(TX, TY, TZ);
-  uint32_t l = 0;
-  for (uint64_t r = mask.tile_first[tile]; r < mask.tile_first[tile + 1]; ++r) {
-    const uint16_t run = mask.runs[r];
-    const uint32_t length = mask_run_length(run), difference = mask_run_difference(run);
-    for (uint32_t k = l + threadIdx.x; k < l + length; k += block_threads) symbols[k] = uint8_t(difference);
-    l += length;
+struct MaskRunsShared {
+  using Scan = cub::BlockScan<uint32_t, block_threads>;
+  static constexpr uint32_t volume = TX * TY * TZ, per = volume / block_threads;
+  uint16_t starts[volume];
+  uint8_t differences[volume];
+  typename Scan::TempStorage scan;
+};
+
+// The tile's point symbols from its mask runs into `symbols` (one byte per key): the runs
+// loaded at once (a thread takes `per` consecutive runs; a block scan of their lengths gives
+// their first keys), each key's run found by a binary search, then each column along the
+// slices resolved by a thread (mask.hh). A tile has at most `volume` runs (validated before
+// launch). The whole block calls it; the symbols are complete when it returns.
+template <int TX, int TY, int TZ>
+__device__ void expand_mask(const MaskSource& mask, uint32_t tile, MaskRunsShared<TX, TY, TZ>& runs, uint8_t* symbols) {
+  using S = MaskRunsShared<TX, TY, TZ>;
+  constexpr uint32_t volume = S::volume, slice = mask_slice_keys(TX, TY, TZ);
+  const uint64_t first = mask.tile_first[tile];
+  const uint32_t count = uint32_t(mask.tile_first[tile + 1] - first);
+  uint32_t lengths[S::per], sum = 0;
+#pragma unroll
+  for (uint32_t i = 0; i < S::per; ++i) {
+    const uint32_t r = threadIdx.x * S::per + i;
+    const uint16_t run = r < count ? mask.runs[first + r] : uint16_t(0);
+    lengths[i] = r < count ? mask_run_length(run) : 0u;
+    if (r < count) runs.differences[r] = uint8_t(mask_run_difference(run));
+    sum += lengths[i];
+  }
+  uint32_t before;
+  typename S::Scan(runs.scan).ExclusiveSum(sum, before);
+#pragma unroll
+  for (uint32_t i = 0; i < S::per; ++i) {
+    const uint32_t r = threadIdx.x * S::per + i;
+    if (r < count) runs.starts[r] = uint16_t(before);
+    before += lengths[i];
+  }
+  __syncthreads();
+  for (uint32_t k = threadIdx.x; k < volume; k += block_threads) {
+    uint32_t lo = 0, hi = count;  // the last run starting at or before k
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (runs.starts[mid] <= k) lo = mid;
+      else hi = mid;
+    }
+    symbols[k] = runs.differences[lo];
   }
   __syncthreads();
   constexpr uint32_t columns = slice ? slice : volume;
@@ -583,6 +618,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
                                                                T* __restrict__ field) {
   __shared__ int32_t q[TX * TY * TZ];
   __shared__ uint8_t mask_symbols[TX * TY * TZ];
+  __shared__ MaskRunsShared<TX, TY, TZ> mask_runs;
   for (uint32_t tile = g.first_tile + blockIdx.x; tile < g.end_tile; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
@@ -631,7 +667,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     }
     if (mask.runs) {
       // The tile's fill values (every thread reads every run of its tile).
-      expand_mask<TX, TY, TZ>(mask, tile, mask_symbols);
+      expand_mask<TX, TY, TZ>(mask, tile, mask_runs, mask_symbols);
       for (uint32_t k = threadIdx.x; k < TX * TY * TZ; k += block_threads) {
         uint32_t lx, ly, lz;
         split<TX, TY>(k, lx, ly, lz);
