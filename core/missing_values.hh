@@ -40,11 +40,17 @@ struct MissingValues {
   // Fill value `symbol - 1` as a T.
   template <typename T>
   FZG_HOST_DEVICE T value_of(uint32_t symbol) const {
-    const uint64_t pattern = bits[symbol - 1];
 #if defined(__CUDA_ARCH__)
+    // Selected with constant indices: a run-time index into a kernel parameter would copy
+    // the whole struct to local memory.
+    uint64_t pattern = 0;
+#pragma unroll
+    for (uint32_t i = 0; i < capacity; ++i)
+      if (i + 1 == symbol) pattern = bits[i];
     if constexpr (sizeof(T) == 4) return __uint_as_float(uint32_t(pattern));
     else return __longlong_as_double((long long)pattern);
 #else
+    const uint64_t pattern = bits[symbol - 1];
     T value;
     if constexpr (sizeof(T) == 4) {
       const uint32_t word = uint32_t(pattern);

@@ -347,7 +347,7 @@ struct MaskScratch {
 
 // totals: escapes, exacts, mask runs.
 template <typename T, int TX, int TY, int TZ, bool Fill>
-__global__ void __launch_bounds__(block_threads) encode_kernel(const T* __restrict__ field, Grid g,
+__global__ void __launch_bounds__(block_threads, Fill ? 5 : 1) encode_kernel(const T* __restrict__ field, Grid g,
                                                                QuantConstants c, FillRule fill,
                                                                uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ tile_counts,
