@@ -41,11 +41,6 @@ namespace {
 
 using nlohmann::json;
 
-// The device tests' guard, as in gpu_test.cc: false in builds without CUDA and on machines
-// without a device, so these tests skip rather than fail there.
-#define FZG_REQUIRE_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
-
 // ---------------------------------------------------------------------------------------------
 // The stage table: one line per (stage type, parameters). Every registered stage needs at least
 // one line (ConformanceTable.EveryRegisteredStageHasACase); give each parameter that changes

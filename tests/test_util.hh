@@ -19,6 +19,11 @@
 #include "tools/metrics.hh"
 #include "tools/synth.hh"
 
+// The device tests' guard: false in builds without CUDA and on machines without a device, so
+// those tests skip rather than fail there.
+#define FZG_REQUIRE_GPU() \
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
+
 namespace fzg::testing {
 
 // Raw bytes of a field of type T.
