@@ -130,6 +130,30 @@ TEST(Metrics, SsimLeavesOutExactlyTheWindowsHoldingAMissingPoint) {
   EXPECT_EQ(ssim(x.data(), y.data(), DType::f64, d, 7, 2, missing.data()), 1.0);
 }
 
+// The sums run in an order fixed by the field alone: eval's and compare's metrics of one
+// reconstruction are equal to the last bit, on a machine of any core count.
+TEST(Metrics, SumsDoNotDependOnTheThreadCount) {
+  if (!testing::OpenMPThreads::available()) GTEST_SKIP() << "no OpenMP runtime linked";
+  const Dims d = Dims::make({97, 61, 35});
+  std::mt19937 random(3);
+  std::uniform_real_distribution<double> value(-1, 1);
+  std::vector<double> x(d.count()), y(d.count());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 1e3 + value(random), y[i] = x[i] + 1e-3 * value(random);
+  const auto metrics_with = [&](int threads) {
+    const testing::OpenMPThreads scope(threads);
+    return std::make_pair(compare_fields(x.data(), y.data(), DType::f64, d.count(), 1.0),
+                          ssim(x.data(), y.data(), DType::f64, d));
+  };
+  const auto [one, one_ssim] = metrics_with(1);
+  for (int threads : {2, 3, 7}) {
+    const auto [many, many_ssim] = metrics_with(threads);
+    EXPECT_EQ(many.mse, one.mse) << threads;
+    EXPECT_EQ(many.pearson, one.pearson) << threads;
+    EXPECT_EQ(many.error_autocorrelation, one.error_autocorrelation) << threads;
+    EXPECT_EQ(many_ssim, one_ssim) << threads;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The GPU's SSIM. Its windows are the CPU's bit for bit (tools/ssim_window.hh); only the order
 // in which their values are added differs, so the means agree to far better than the relative

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/error.hh"
 #include "tools/ssim_window.hh"
@@ -11,93 +12,128 @@
 namespace fzg {
 
 namespace {
+
+// Adds add(sums, i) over i in [0, n) in an order fixed by n alone: 1024 slices, each summed in
+// turn by one thread, then the slices' sums in order. OpenMP's reduction clause adds the
+// threads' sums in the order they finish, so eval's and compare's metrics of one
+// reconstruction could differ in the last digits, and would depend on the thread count.
+template <typename Sums, typename Add>
+Sums sum_in_fixed_order(uint64_t n, const Add& add) {
+  constexpr uint64_t slices = 1024;
+  std::vector<Sums> partial(slices);
+#pragma omp parallel for schedule(static)
+  for (int64_t s = 0; s < int64_t(slices); ++s) {
+    Sums mine;
+    for (uint64_t i = n * uint64_t(s) / slices; i < n * uint64_t(s + 1) / slices; ++i) add(mine, i);
+    partial[s] = mine;
+  }
+  Sums total;
+  for (const Sums& p : partial) total.merge(p);
+  return total;
+}
+
+// compare_typed's passes: the errors and range, then the means of the pairs, then the moments
+// about them.
+struct ErrorSums {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo, max_error = 0, sum_sq = 0;
+  uint64_t finite = 0, violations = 0, missing = 0;
+  void merge(const ErrorSums& o) {
+    lo = std::min(lo, o.lo), hi = std::max(hi, o.hi), max_error = std::max(max_error, o.max_error);
+    sum_sq += o.sum_sq, finite += o.finite, violations += o.violations, missing += o.missing;
+  }
+};
+struct PairSums {
+  double x = 0, y = 0, error = 0;
+  uint64_t pairs = 0;
+  void merge(const PairSums& o) { x += o.x, y += o.y, error += o.error, pairs += o.pairs; }
+};
+struct MomentSums {
+  double xx = 0, yy = 0, xy = 0, ee = 0, e1 = 0;
+  void merge(const MomentSums& o) { xx += o.xx, yy += o.yy, xy += o.xy, ee += o.ee, e1 += o.e1; }
+};
+
 template <typename T>
 Metrics compare_typed(const T* a, const T* b, uint64_t n, double error_bound, const uint8_t* missing) {
-  const auto kept = [missing](int64_t i) { return !missing || !missing[i]; };
-  Metrics m;
-  m.count = n;
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-  double max_error = 0, sum_sq = 0;
-  uint64_t finite = 0, violations = 0, left_out = 0;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi, max_error) \
-    reduction(+ : sum_sq, finite, violations, left_out) schedule(static)
-  for (int64_t i = 0; i < int64_t(n); ++i) {
+  const auto kept = [missing](uint64_t i) { return !missing || !missing[i]; };
+  const ErrorSums errors = sum_in_fixed_order<ErrorSums>(n, [&](ErrorSums& s, uint64_t i) {
     if (!kept(i)) {
-      ++left_out;
-      continue;
+      ++s.missing;
+      return;
     }
     const double x = double(a[i]), y = double(b[i]);
     if (std::isnan(x)) {
-      violations += !std::isnan(y);
-      continue;
+      s.violations += !std::isnan(y);
+      return;
     }
     if (std::isinf(x)) {
-      violations += !(x == y);
-      continue;
+      s.violations += !(x == y);
+      return;
     }
-    ++finite;
-    lo = std::min(lo, x), hi = std::max(hi, x);
+    ++s.finite;
+    s.lo = std::min(s.lo, x), s.hi = std::max(s.hi, x);
     const double e = std::fabs(x - y);
-    if (!(e <= error_bound)) ++violations;
-    if (e > max_error || std::isnan(e)) max_error = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
-    sum_sq += e * e;
-  }
-  if (finite == 0) lo = hi = 0;
-  m.missing_count = left_out;
-  m.finite_count = finite;
-  m.value_range = hi - lo;
-  m.max_abs_error = max_error;
-  m.max_rel_error = m.value_range > 0 ? max_error / m.value_range : 0;
-  m.mse = finite ? sum_sq / double(finite) : 0;
+    if (!(e <= error_bound)) ++s.violations;
+    if (e > s.max_error || std::isnan(e)) s.max_error = std::isnan(e) ? std::numeric_limits<double>::infinity() : e;
+    s.sum_sq += e * e;
+  });
+  Metrics m;
+  m.count = n;
+  m.missing_count = errors.missing;
+  m.finite_count = errors.finite;
+  m.value_range = errors.finite ? errors.hi - errors.lo : 0;
+  m.max_abs_error = errors.max_error;
+  m.max_rel_error = m.value_range > 0 ? m.max_abs_error / m.value_range : 0;
+  m.mse = errors.finite ? errors.sum_sq / double(errors.finite) : 0;
   m.psnr = m.mse > 0 ? 20 * std::log10(m.value_range) - 10 * std::log10(m.mse) : std::numeric_limits<double>::infinity();
   m.nrmse = m.value_range > 0 ? std::sqrt(m.mse) / m.value_range : 0;
-  m.violations = violations;
+  m.violations = errors.violations;
   // Pearson and the error's lag-1 autocorrelation, around the means (a second pass keeps
   // them exact for fields far from zero), over the points kept whose x and x' are finite.
-  const auto paired = [&](int64_t i) { return kept(i) && std::isfinite(double(a[i])) && std::isfinite(double(b[i])); };
-  double sx = 0, sy = 0, se = 0;
-  uint64_t pairs = 0;
-#pragma omp parallel for reduction(+ : sx, sy, se, pairs) schedule(static)
-  for (int64_t i = 0; i < int64_t(n); ++i)
-    if (paired(i)) sx += double(a[i]), sy += double(b[i]), se += double(a[i]) - double(b[i]), ++pairs;
-  if (pairs > 0) {
-    const double mx = sx / double(pairs), my = sy / double(pairs), me = se / double(pairs);
-    double cxx = 0, cyy = 0, cxy = 0, ee = 0, e1 = 0;
-#pragma omp parallel for reduction(+ : cxx, cyy, cxy, ee, e1) schedule(static)
-    for (int64_t i = 0; i < int64_t(n); ++i) {
-      if (!paired(i)) continue;
+  const auto paired = [&](uint64_t i) { return kept(i) && std::isfinite(double(a[i])) && std::isfinite(double(b[i])); };
+  const PairSums sums = sum_in_fixed_order<PairSums>(n, [&](PairSums& s, uint64_t i) {
+    if (paired(i)) s.x += double(a[i]), s.y += double(b[i]), s.error += double(a[i]) - double(b[i]), ++s.pairs;
+  });
+  if (sums.pairs > 0) {
+    const double pairs = double(sums.pairs), mx = sums.x / pairs, my = sums.y / pairs, me = sums.error / pairs;
+    const MomentSums c = sum_in_fixed_order<MomentSums>(n, [&](MomentSums& s, uint64_t i) {
+      if (!paired(i)) return;
       const double x = double(a[i]), y = double(b[i]);
-      cxx += (x - mx) * (x - mx), cyy += (y - my) * (y - my), cxy += (x - mx) * (y - my);
+      s.xx += (x - mx) * (x - mx), s.yy += (y - my) * (y - my), s.xy += (x - mx) * (y - my);
       const double e = x - y - me;
-      ee += e * e;
-      if (i + 1 < int64_t(n) && paired(i + 1)) e1 += e * (double(a[i + 1]) - double(b[i + 1]) - me);
-    }
-    m.pearson = cxx > 0 && cyy > 0 ? cxy / std::sqrt(cxx * cyy) : (cxx == cyy ? 1.0 : 0.0);
-    m.error_autocorrelation = ee > 0 ? e1 / ee : 0;
+      s.ee += e * e;
+      if (i + 1 < n && paired(i + 1)) s.e1 += e * (double(a[i + 1]) - double(b[i + 1]) - me);
+    });
+    m.pearson = c.xx > 0 && c.yy > 0 ? c.xy / std::sqrt(c.xx * c.yy) : (c.xx == c.yy ? 1.0 : 0.0);
+    m.error_autocorrelation = c.ee > 0 ? c.e1 / c.ee : 0;
   }
   return m;
 }
 
+struct WindowSums {
+  double ssim = 0;
+  uint64_t windows = 0;
+  void merge(const WindowSums& o) { ssim += o.ssim, windows += o.windows; }
+};
+
+// The windows row by row (a row: the windows along x at one y and z start).
 template <typename T>
 double ssim_typed(const T* a, const T* b, const Dims& d, uint32_t window, uint32_t shift, const uint8_t* missing) {
   const uint32_t wx = uint32_t(std::min<uint64_t>(window, d.x)), wy = uint32_t(std::min<uint64_t>(window, d.y)),
                  wz = uint32_t(std::min<uint64_t>(window, d.z));
   const uint64_t nx = (d.x - wx) / shift + 1, ny = (d.y - wy) / shift + 1, nz = (d.z - wz) / shift + 1;
-  double sum = 0;
-  uint64_t windows = 0;
-#pragma omp parallel for reduction(+ : sum, windows) schedule(static) collapse(2)
-  for (int64_t k = 0; k < int64_t(nz); ++k)
-    for (int64_t j = 0; j < int64_t(ny); ++j)
-      for (uint64_t i = 0; i < nx; ++i) {
-        const uint64_t origin = i * shift + d.x * (uint64_t(j) * shift + d.y * (uint64_t(k) * shift));
-        const double w = ssim_window::window_ssim(wx, wy, wz, [&](uint32_t x, uint32_t y, uint32_t z) {
-          const uint64_t at = origin + x + d.x * (y + d.y * z);
-          const double nan = std::numeric_limits<double>::quiet_NaN();
-          return ssim_window::Point{missing && missing[at] ? nan : double(a[at]), double(b[at])};
-        });
-        if (!std::isnan(w)) sum += w, ++windows;
-      }
-  return windows ? sum / double(windows) : 1.0;
+  const WindowSums total = sum_in_fixed_order<WindowSums>(ny * nz, [&](WindowSums& s, uint64_t row) {
+    const uint64_t j = row % ny, k = row / ny;
+    for (uint64_t i = 0; i < nx; ++i) {
+      const uint64_t origin = i * shift + d.x * (j * shift + d.y * (k * shift));
+      const double w = ssim_window::window_ssim(wx, wy, wz, [&](uint32_t x, uint32_t y, uint32_t z) {
+        const uint64_t at = origin + x + d.x * (y + d.y * z);
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        return ssim_window::Point{missing && missing[at] ? nan : double(a[at]), double(b[at])};
+      });
+      if (!std::isnan(w)) s.ssim += w, ++s.windows;
+    }
+  });
+  return total.windows ? total.ssim / double(total.windows) : 1.0;
 }
 
 // Integer fields must come back exact: one violation when a point kept differs.
