@@ -10,6 +10,7 @@
 #include "cli/commands.hh"
 #include "cli/progress.hh"
 #include "runtime/timer.hh"
+#include "tools/metrics.hh"
 
 namespace fzg::cli {
 
@@ -64,11 +65,12 @@ class Runs {
 };
 
 // The runs one field takes in run_bench below, in its order (keep the two in step).
-double runs_per_field(int warmup, int repeat, int e2e_repeat, bool trace) {
-  return 3.0 * (warmup + repeat)    // copy, kernel-only compress and decompress
-         + 2 + 2 + 2               // peak memory each way, stage times each way, end-to-end peaks
-         + 3.0 * (1 + e2e_repeat)  // end to end: compress, decompress, decompress into
-         + (trace ? 4 : 0);        // the timelines
+double runs_per_field(int warmup, int repeat, int e2e_repeat, bool trace, bool ssim, bool on_gpu) {
+  return 3.0 * (warmup + repeat)                                 // copy, kernel-only compress and decompress
+         + 2 + 2 + 2                                            // peak memory each way, stage times each way, end-to-end peaks
+         + 3.0 * (1 + e2e_repeat)                               // end to end: compress, decompress, decompress into
+         + (trace ? 4 : 0)                                      // the timelines
+         + (ssim ? warmup + repeat + (on_gpu ? 1 : 0) : 0);     // SSIM, and the CPU's beside the GPU's
 }
 
 template <typename Work>
@@ -118,8 +120,27 @@ struct Row {
   double ed_into_gbps = 0;  // end to end into a host array reused from call to call
   uint64_t peak_compress = 0, peak_decompress = 0;          // device-resident field and file
   uint64_t peak_e2e_compress = 0, peak_e2e_decompress = 0;  // host field and file
+  double ssim = 0, ssim_ms = 0;          // --ssim: on the bench's device, resident fields
+  double cpu_ssim = 0, cpu_ssim_ms = 0;  // --ssim on the GPU: the CPU's, one run
   std::vector<StageTime> compress_stages, decompress_stages;
 };
+
+// SSIM of the field against its reconstruction, both resident on the bench's device: the
+// median of --repeat calls after the warm-up; on the GPU also one call of the CPU's, for the
+// speed-up and the difference (a relative 1e-9 at most: the same windows, added in another
+// order).
+void time_ssim(Device device, const BenchArgs& a, const FieldRef& field, const Buffer& reconstructed, Runs& ran,
+               Row& row) {
+  row.ssim_ms = median_ms(device, nullptr, a.warmup, a.repeat, ran, [&] {
+    row.ssim = ssim_on(device, field.where, field.data, reconstructed.data(), field.dtype, field.dims);
+  });
+  if (device != Device::cuda) return;
+  const Buffer original = to_host(Buffer::view(const_cast<void*>(field.data), field.size_bytes(), Location::device), nullptr);
+  const Buffer host_reconstruction = to_host(reconstructed, nullptr);
+  row.cpu_ssim_ms = median_ms(Device::cpu, nullptr, 0, 1, ran, [&] {
+    row.cpu_ssim = ssim(original.data(), host_reconstruction.data(), field.dtype, field.dims);
+  });
+}
 
 }  // namespace
 
@@ -154,7 +175,7 @@ int run_bench(const BenchArgs& a) {
 
   // Progress: runs done of all the runs of all the sizes, the time left weighted by size.
   const int e2e_repeat = std::max(3, a.repeat / 4);
-  const double field_runs = runs_per_field(a.warmup, a.repeat, e2e_repeat, a.trace);
+  const double field_runs = runs_per_field(a.warmup, a.repeat, e2e_repeat, a.trace, a.ssim, on_gpu);
   double total_work = 0;
   if (!a.field.gen_kind.empty() || !a.field.input.empty()) {
     for (const auto& f : fields) {
@@ -228,6 +249,7 @@ int run_bench(const BenchArgs& a) {
       print_timeline(device, "compress", row.dims, ran, [&] { compress(run_graph, field, copt); });
       print_timeline(device, "decompress", row.dims, ran, [&] { out = decompress(file, dopt); });
     }
+    if (a.ssim) time_ssim(device, a, field, out.data, ran, row);
     out = Decompressed();
 
     // End to end: host field in, host file out, and back.
@@ -274,6 +296,8 @@ int run_bench(const BenchArgs& a) {
                    {"peak_device_bytes_e2e_decompress", r.peak_e2e_decompress},
                    {"compress_stages_ms", cs}, {"decompress_stages_ms", ds}, {"device", on_gpu ? "cuda" : "cpu"},
                    {"mode", a.codec.mode}, {"bound", bound.value}, {"config", graph.name()}, {"repeats", a.repeat}});
+      if (a.ssim) j.back().update({{"ssim", r.ssim}, {"ssim_ms", r.ssim_ms}});
+      if (a.ssim && on_gpu) j.back().update({{"cpu_ssim", r.cpu_ssim}, {"cpu_ssim_ms", r.cpu_ssim_ms}});
     }
     std::cout << dump_json(j) << "\n";
     return 0;
@@ -295,6 +319,11 @@ int run_bench(const BenchArgs& a) {
     if (on_gpu)
       std::printf("  peak device memory end to end (host field and file): compress %.1f MB, decompress %.1f MB\n",
                   r.peak_e2e_compress / 1e6, r.peak_e2e_decompress / 1e6);
+    if (a.ssim)
+      std::printf("  SSIM %.9f in %.2f ms (%.2f G values/s)\n", r.ssim, r.ssim_ms, double(r.values) / (r.ssim_ms * 1e6));
+    if (a.ssim && on_gpu)
+      std::printf("  the CPU's SSIM %.9f in %.0f ms (one run): %.0fx the GPU's time, relative difference %.1e\n",
+                  r.cpu_ssim, r.cpu_ssim_ms, r.cpu_ssim_ms / r.ssim_ms, std::fabs(r.ssim - r.cpu_ssim) / std::fabs(r.cpu_ssim));
     std::printf("  stages (ms):");
     for (const auto& s : r.compress_stages) std::printf(" %s %.3f;", s.stage.c_str(), s.milliseconds);
     for (const auto& s : r.decompress_stages) std::printf(" %s %.3f;", s.stage.c_str(), s.milliseconds);

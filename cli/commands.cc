@@ -647,11 +647,11 @@ uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound)
 
 }  // namespace
 
-nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound) {
+nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound, double ssim) {
   const Metrics m = compare_fields(original.data, reconstructed, original.dtype, original.dims.count(), error_bound);
   return {{"psnr_db", m.psnr},
           {"nrmse", m.nrmse},
-          {"ssim", ssim(original.data, reconstructed, original.dtype, original.dims)},
+          {"ssim", ssim},
           {"pearson", m.pearson},
           {"error_autocorrelation", m.error_autocorrelation},
           {"max_abs_error", m.max_abs_error},
@@ -666,9 +666,12 @@ int run_compare(const CompareArgs& a) {
   other.input = a.reconstructed;
   const FieldRef reconstructed = load_field(other, reconstructed_bytes);
   if (!(a.error_bound >= 0)) fail(ErrorCode::invalid_argument, "--bound must be a non-negative absolute error");
+  const Device device = parse_device(a.device);
   nlohmann::json report = {{"field", a.field.input}, {"reconstructed", a.reconstructed},
                            {"dims", original.dims.to_string()}, {"dtype", to_string(original.dtype)}};
-  report.update(quality_report(original, reconstructed.data, a.error_bound));
+  const double similarity = ssim_on(device, Location::host, original.data, reconstructed.data, original.dtype,
+                                    original.dims);
+  report.update(quality_report(original, reconstructed.data, a.error_bound, similarity));
   if (a.error_bound == 0) report.erase("violations");  // no bound to count against
   std::cout << dump_json(report) << "\n";
   return report.value("violations", uint64_t(0)) ? 3 : 0;
@@ -715,7 +718,37 @@ nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, cons
   const RoundTripTimes host_to_host = time_round_trips(
       Device::cpu, repeat, [&] { file = compress(graph, field, copt); }, [&] { out = decompress(file, dopt); },
       after_run);
-  nlohmann::json report = quality_report(field, out.data.data(), out.header.quant.error_bound);
+  // Kernel-only, as fzg bench measures it: field and file resident on the device, CUDA
+  // events, median of `repeat` after a warm-up; and the peak device memory beyond the resident
+  // field and file. The SSIM comes from the resident field and reconstruction there.
+  nlohmann::json kernel_only = nlohmann::json::object();
+  double similarity = 0;
+  if (device == Device::cuda) {
+    const Buffer host_view = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), Location::host);
+    const Buffer resident = to_device(host_view, nullptr);
+    FieldRef on_device = field;
+    on_device.data = resident.data();
+    on_device.where = Location::device;
+    copt.output = dopt.output = Location::device;
+    reset_device_memory_peak();
+    const size_t held = device_memory_stats().current_bytes;
+    Buffer device_file = compress(graph, on_device, copt);
+    Decompressed device_out = decompress(device_file, dopt);
+    after_run();
+    const uint64_t peak = device_memory_stats().peak_bytes - held;
+    const RoundTripTimes times = time_round_trips(
+        Device::cuda, repeat, [&] { device_file = compress(graph, on_device, copt); },
+        [&] { device_out = decompress(device_file, dopt); }, after_run);
+    kernel_only = {{"kernel_compress_gbps", double(field.size_bytes()) / (times.compress_ms * 1e6)},
+                   {"kernel_decompress_gbps", double(field.size_bytes()) / (times.decompress_ms * 1e6)},
+                   {"peak_device_bytes", peak}};
+    similarity = ssim_on(Device::cuda, Location::device, resident.data(), device_out.data.data(), field.dtype,
+                         field.dims);
+  } else {
+    similarity = ssim(field.data, out.data.data(), field.dtype, field.dims);
+  }
+
+  nlohmann::json report = quality_report(field, out.data.data(), out.header.quant.error_bound, similarity);
   const double bytes = double(field.size_bytes());
   // The FZ-GPU format ratio: the same quantization codes in FZ-GPU's lossless format
   // (bitshuffle + zero-block, which has no outlier handling), plus fzg's outlier stream.
@@ -733,29 +766,7 @@ nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, cons
     report["requested_bound"] = bound.value;
     report["absolute_bound"] = out.header.quant.error_bound;
   }
-  if (device == Device::cuda) {
-    // Kernel-only, as fzg bench measures it: field and file resident on the device, CUDA
-    // events, median of `repeat` after the warm-up above; and the peak device memory beyond
-    // the resident field and file.
-    const Buffer host_view = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), Location::host);
-    const Buffer resident = to_device(host_view, nullptr);
-    FieldRef on_device = field;
-    on_device.data = resident.data();
-    on_device.where = Location::device;
-    copt.output = dopt.output = Location::device;
-    reset_device_memory_peak();
-    const size_t held = device_memory_stats().current_bytes;
-    Buffer device_file = compress(graph, on_device, copt);
-    Decompressed device_out = decompress(device_file, dopt);
-    after_run();
-    const uint64_t peak = device_memory_stats().peak_bytes - held;
-    const RoundTripTimes kernel_only = time_round_trips(
-        Device::cuda, repeat, [&] { device_file = compress(graph, on_device, copt); },
-        [&] { device_out = decompress(device_file, dopt); }, after_run);
-    report["kernel_compress_gbps"] = bytes / (kernel_only.compress_ms * 1e6);
-    report["kernel_decompress_gbps"] = bytes / (kernel_only.decompress_ms * 1e6);
-    report["peak_device_bytes"] = peak;
-  }
+  report.update(kernel_only);
   return report;
 }
 

@@ -53,6 +53,7 @@ struct CompareArgs {
   FieldArgs field;            // the original
   std::string reconstructed;  // a raw file of the same type and dims
   double error_bound = 0;     // absolute; points over it are counted as violations
+  std::string device = "auto";  // where SSIM runs
 };
 struct SweepArgs {
   std::string inputs;         // comma-separated raw files
@@ -74,6 +75,7 @@ struct BenchArgs {
   std::string sizes;          // "1M,10M,100M": values per run, cubic 3D fields
   bool json = false;
   bool trace = false;         // print one call's timeline of each direction
+  bool ssim = false;          // also time SSIM of the field against its reconstruction
 };
 
 int run_compress(const CompressArgs& a);
@@ -114,12 +116,14 @@ void check_output(const std::string& output, const std::string& input);
 double median(std::vector<double> values);
 // The reconstruction's errors and similarity to the original (host memory), as eval, sweep
 // and compare report them: psnr_db, nrmse, ssim, pearson, error_autocorrelation,
-// max_abs_error, max_rel_error and violations (points over the absolute error_bound).
-nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound);
+// max_abs_error, max_rel_error and violations (points over the absolute error_bound). `ssim`
+// is the reconstruction's SSIM, computed by the caller where the fields are (ssim_on: on the
+// GPU for a run on it, where the CPU's would take seconds for a 100 M-value field).
+nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound, double ssim);
 // One field through one config at one bound: end to end (host to host, median of `repeat`
 // after a warm-up round trip) and, on the GPU, kernel-only (field and file resident on the
 // device, CUDA events) with the peak device memory; the reconstruction's errors and
-// similarity. The keys are eval's JSON and sweep's columns. `after_run` follows every round
+// similarity (SSIM on the GPU from the resident field and reconstruction). The keys are eval's JSON and sweep's columns. `after_run` follows every round
 // trip (progress).
 nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, const ErrorBound& bound, Device device,
                                  int repeat, const std::function<void()>& after_run);

@@ -142,6 +142,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench->add_flag("--json", bench_args.json, "machine-readable output");
   bench->add_flag("--trace", bench_args.trace, "print the timeline (host and GPU) of one call each way");
+  bench->add_flag("--ssim", bench_args.ssim,
+                  "also time SSIM of the field against its reconstruction (on the GPU: beside one run of the CPU's)");
   bench->footer("JSON prints non-finite numbers as the strings \"inf\", \"-inf\" and \"nan\".\n");
 
   SweepArgs sweep_args;
@@ -172,6 +174,7 @@ int main(int argc, char** argv) {
       ->required();
   compare->add_option("--bound", compare_args.error_bound, "absolute error bound to count violations against (0: none)")
       ->capture_default_str();
+  compare->add_option("--device", compare_args.device, "where SSIM runs: auto, cpu or cuda")->capture_default_str();
   compare->footer("Prints JSON: the metrics of fzg eval and sweep, computed by the same code. Exit status 3 when a "
                   "point misses the bound.\n");
 

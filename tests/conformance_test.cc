@@ -30,21 +30,10 @@
 #include "fusions/composite.hh"
 #include "test_util.hh"
 
-// The OpenMP runtime the library links, reached without compiling this file with -fopenmp:
-// weak, so both are null in a build where no runtime is linked in (the tests that need them
-// then skip or run with the default thread count). The signatures are omp.h's.
-extern "C" void omp_set_num_threads(int) noexcept __attribute__((weak));
-extern "C" int omp_get_max_threads() noexcept __attribute__((weak));
-
 namespace fzg {
 namespace {
 
 using nlohmann::json;
-
-// The device tests' guard, as in gpu_test.cc: false in builds without CUDA and on machines
-// without a device, so these tests skip rather than fail there.
-#define FZG_REQUIRE_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
 
 // ---------------------------------------------------------------------------------------------
 // The stage table: one line per (stage type, parameters). Every registered stage needs at least
@@ -87,26 +76,6 @@ std::string case_name(const StageCase& c) {
 }
 
 void PrintTo(const StageCase& c, std::ostream* os) { *os << c.type << " " << c.params.dump(); }
-
-// The CPU backend's OpenMP thread count for the calling thread, restored on scope exit (also when
-// an assertion returns early), so that later tests in the same process see the default.
-class OpenMPThreads {
- public:
-  static bool available() { return omp_set_num_threads != nullptr && omp_get_max_threads != nullptr; }
-  explicit OpenMPThreads(int threads) {
-    if (!available()) return;
-    previous_ = omp_get_max_threads();
-    omp_set_num_threads(threads);
-  }
-  ~OpenMPThreads() {
-    if (available()) omp_set_num_threads(previous_);
-  }
-  OpenMPThreads(const OpenMPThreads&) = delete;
-  OpenMPThreads& operator=(const OpenMPThreads&) = delete;
-
- private:
-  int previous_ = 1;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Samples: one encode call's worth of context and input for a given stage.
@@ -429,7 +398,7 @@ void expect_damage_rejected_or_decoded(const Stage& stage, const std::vector<Sam
   // cores every region can wait a scheduler slice for a descheduled worker (measured here with
   // other builds running: 140 s for this suite under ASan, 10 s with one thread). The checks that damage reaches are serial code, so one thread
   // loses nothing here; thread counts are exercised by EncodingIgnoresTheThreadCount.
-  const OpenMPThreads serial(1);
+  const testing::OpenMPThreads serial(1);
   std::mt19937_64 rng(99);
   size_t runs = 0, rejected = 0, failures = 0;
   for (const Sample& s : samples) {
@@ -584,14 +553,14 @@ TEST_P(StageContract, RoundTrip) {
 // per thread, for one): the stream must be a function of the input alone, not of the machine's
 // core count. One and three threads against the default.
 TEST_P(StageContract, EncodingIgnoresTheThreadCount) {
-  if (!OpenMPThreads::available()) GTEST_SKIP() << "no OpenMP runtime linked";
+  if (!testing::OpenMPThreads::available()) GTEST_SKIP() << "no OpenMP runtime linked";
   for (const Sample& s : samples()) {
     SCOPED_TRACE(s.name);
     const StageContext ctx = context_of(s, Device::cpu);
     std::vector<std::vector<uint8_t>> expected;
     for (const Buffer& b : stage().encode(ctx, inputs_of(s, Device::cpu))) expected.push_back(bytes_of(b));
     for (int threads : {1, 3}) {
-      const OpenMPThreads scope(threads);
+      const testing::OpenMPThreads scope(threads);
       const std::vector<Buffer> outputs = stage().encode(ctx, inputs_of(s, Device::cpu));
       ASSERT_EQ(outputs.size(), expected.size());
       for (size_t p = 0; p < outputs.size(); ++p)

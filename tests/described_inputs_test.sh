@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Inputs that carry their own type and shape, through the CLI: .npy (C and Fortran order, f32
-# and f64) and, where fzg has HDF5 and python3 has h5py, an HDF5 dataset stored big-endian
-# with a _FillValue. Each compresses to exactly the file its raw bytes give with -l and -t;
+# and f64), where fzg has HDF5 a NetCDF-4 variable written by ncgen, and where python3 also
+# has h5py an HDF5 dataset stored big-endian with a _FillValue. Each compresses to exactly the file its raw bytes give with -l and -t;
 # disagreeing -l / -t, a missing dataset and a truncated .npy are one-line errors. Exits 77
 # (skipped) without python3 and numpy.
 #   bash tests/described_inputs_test.sh FZG
@@ -44,6 +44,31 @@ one_line_error compress -i "$dir/c.npy" -t f64 -o "$dir/x.fzg"
 head -c 60 "$dir/c.npy" >"$dir/cut.npy"
 one_line_error compress -i "$dir/cut.npy" -o "$dir/x.fzg"
 [ ! -e "$dir/x.fzg" ] || fail "a refused input left an output"
+
+# NetCDF-4 is HDF5 underneath: a file written by NetCDF's own ncgen, from CDL text holding the
+# same float32 values (each as its exact decimal expansion, so that no rounding can differ),
+# compresses to the raw field's file and reports its _FillValue. ncgen (netcdf-bin) is one of
+# scripts/setup.sh's packages: without it this test fails rather than skips.
+command -v ncgen >/dev/null || fail "ncgen is not installed (netcdf-bin; scripts/setup.sh installs it)"
+python3 - "$dir" <<'PY'
+import sys, decimal, numpy as np
+d = sys.argv[1]
+a = np.fromfile(d + "/f32.raw", dtype=np.float32)
+values = ", ".join(str(decimal.Decimal(float(v))) for v in a)
+with open(d + "/f.cdl", "w") as f:
+    f.write("netcdf f {\ndimensions:\n  z = 10 ;\n  y = 20 ;\n  x = 30 ;\nvariables:\n  float temp(z, y, x) ;\n"
+            "    temp:_FillValue = -999.f ;\n    temp:units = \"K\" ;\ndata:\n  temp = " + values + " ;\n}\n")
+PY
+ncgen -k nc4 -o "$dir/f.nc" "$dir/f.cdl" || fail "ncgen could not write a NetCDF-4 file"
+if err=$("$fzg" compress -i "$dir/f.nc:/temp" -e 1e-3 -o "$dir/nc.fzg" 2>&1); then
+  same "$dir/nc.fzg" "$dir/raw.fzg" "a NetCDF-4 variable"
+  [[ "$err" == *"_FillValue -999"* ]] || fail "the NetCDF-4 _FillValue was not reported: $err"
+  echo "NetCDF-4 input: ok"
+elif [[ "$err" == *"built without HDF5"* ]]; then
+  echo "NetCDF-4 input: not tested (this fzg has no HDF5)"
+else
+  fail "a NetCDF-4 variable failed: $err"
+fi
 
 if ! python3 -c "import h5py" 2>/dev/null; then
   echo ".npy inputs: ok (no h5py: HDF5 not tested)"

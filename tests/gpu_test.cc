@@ -18,9 +18,6 @@ namespace fzg {
 
 namespace {
 
-#define FZG_REQUIRE_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
-
 class GpuMatchesCpu : public ::testing::TestWithParam<testing::RoundTripCase> {};
 
 TEST_P(GpuMatchesCpu, IdenticalFilesAndReconstructions) {

@@ -19,7 +19,38 @@
 #include "tools/metrics.hh"
 #include "tools/synth.hh"
 
+// The OpenMP runtime the library links, reached without compiling this file with -fopenmp:
+// weak, so both are null in a build where no runtime is linked in (the tests that need them
+// then skip or run with the default thread count). The signatures are omp.h's.
+extern "C" void omp_set_num_threads(int) noexcept __attribute__((weak));
+extern "C" int omp_get_max_threads() noexcept __attribute__((weak));
+
+// The device tests' guard: false in builds without CUDA and on machines without a device, so
+// those tests skip rather than fail there.
+#define FZG_REQUIRE_GPU() \
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
+
 namespace fzg::testing {
+
+// The CPU backend's OpenMP thread count for the calling thread, restored on scope exit (also when
+// an assertion returns early), so that later tests in the same process see the default.
+class OpenMPThreads {
+ public:
+  static bool available() { return omp_set_num_threads != nullptr && omp_get_max_threads != nullptr; }
+  explicit OpenMPThreads(int threads) {
+    if (!available()) return;
+    previous_ = omp_get_max_threads();
+    omp_set_num_threads(threads);
+  }
+  ~OpenMPThreads() {
+    if (available()) omp_set_num_threads(previous_);
+  }
+  OpenMPThreads(const OpenMPThreads&) = delete;
+  OpenMPThreads& operator=(const OpenMPThreads&) = delete;
+
+ private:
+  int previous_ = 1;
+};
 
 // Raw bytes of a field of type T.
 template <typename T>

@@ -1,2 +1,2 @@
-# For the CLI and the tests: metrics and synthetic fields.
-fzg_sources(CPU metrics.cc synth.cc)
+# For the CLI and the tests: metrics (SSIM on the GPU too) and synthetic fields.
+fzg_sources(CPU metrics.cc synth.cc CUDA metrics.cu)
