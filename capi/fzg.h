@@ -51,7 +51,7 @@ typedef enum { FZG_HOST_MEMORY = 0, FZG_DEVICE_MEMORY = 1 } fzg_memory;
 /* What a file holds, read from its header alone. */
 typedef struct {
   fzg_dtype dtype;
-  int rank;                 /* 1 to 3 */
+  int rank;                 /* 1 to 3: the rank given to fzg_compress */
   size_t dims[3];           /* fastest first; 1 past the rank */
   size_t original_bytes;    /* the field's size: what fzg_decompress writes */
   fzg_mode mode;
@@ -98,7 +98,8 @@ size_t fzg_max_compressed_size(fzg_context* ctx, fzg_dtype dtype, const size_t* 
 fzg_status fzg_compress(fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank,
                         void* file, size_t capacity, size_t* file_size);
 
-/* Reads a file's header (host memory). */
+/* Reads a file's header, the file where fzg_set_locations says files live (from device
+ * memory only the metadata is copied to the host). */
 fzg_status fzg_file_info_of(fzg_context* ctx, const void* file, size_t file_size, fzg_file_info* info);
 
 /* Decompresses `file` into `output`, of `capacity` bytes (at least info.original_bytes). */

@@ -67,7 +67,11 @@ DType dtype_of(fzg_dtype d) {
 Dims dims_of(const size_t* dims, int rank) {
   require(dims != nullptr, "dims is NULL");
   require(rank >= 1 && rank <= 3, "rank " + std::to_string(rank) + " is not 1, 2 or 3");
-  return Dims::make(std::vector<uint64_t>(dims, dims + rank));
+  Dims made = Dims::make(std::vector<uint64_t>(dims, dims + rank));
+  // The caller's rank, not the extents' own: a 1 x 500 field stays 2D in the file (which
+  // records a rank at or above the extents'), so a shape with unit axes comes back as given.
+  made.rank = rank;
+  return made;
 }
 
 Device device_of(const fzg_context* ctx) {
@@ -183,7 +187,7 @@ fzg_status fzg_compress(fzg_context* ctx, const void* data, fzg_dtype dtype, con
 fzg_status fzg_file_info_of(fzg_context* ctx, const void* file, size_t file_size, fzg_file_info* info) {
   return guarded(ctx, [&] {
     require(file && info, "file and info must not be NULL");
-    const Header h = inspect(Buffer::view(const_cast<void*>(file), file_size, Location::host)).header;
+    const Header h = inspect(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), ctx->stream).header;
     *info = fzg_file_info{};
     info->dtype = fzg_dtype(h.dtype);
     info->rank = h.dims.rank;

@@ -66,6 +66,13 @@ static void lossy_round_trips(fzg_context* ctx) {
   const double rel_worst = round_trip(ctx, in, dims, 2, 50 * 40, &ratio, &info);
   CHECK(rel_worst >= 0 && rel_worst <= info.absolute_bound && info.absolute_bound > 0 && info.rank == 2);
 
+  /* Unit slowest axes are the caller's: 2000 x 1 stays 2D and 2000 x 1 x 1 3D in the file. */
+  const size_t flat[3] = {2000, 1, 1};
+  for (int rank = 2; rank <= 3; ++rank) {
+    const double w = round_trip(ctx, in, flat, rank, 2000, &ratio, &info);
+    CHECK(w >= 0 && w <= info.absolute_bound && info.rank == rank && info.dims[0] == 2000 && info.dims[1] == 1);
+  }
+
   static const char* configs[] = {"fz", "cusz", "ratio", "gpulz", "fz-gpulz"};
   for (size_t c = 0; c < sizeof configs / sizeof *configs; ++c) {
     char path[1024];

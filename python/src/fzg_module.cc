@@ -1,0 +1,151 @@
+// fzg._fzg: the C API (capi/fzg.h) for the Python package, one method per C call. Buffers
+// arrive as addresses (integers): the package (fzg/_arrays.py) turns numpy, cupy,
+// __cuda_array_interface__ and DLPack arrays into an address, a memory kind and a stream, so
+// this file knows no array library. Compression and decompression run without the GIL.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "capi/fzg.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// A failed C call: its status and the context's one-line message, raised in Python as
+// fzg.FzgError (the class the package hands over through set_error_class).
+struct StatusError {
+  fzg_status status;
+  std::string message;
+};
+
+py::object& error_class() {
+  static py::object* cls = new py::object(py::reinterpret_borrow<py::object>(PyExc_RuntimeError));
+  return *cls;
+}
+
+const void* address(uintptr_t value) { return reinterpret_cast<const void*>(value); }
+
+class Context {
+ public:
+  Context() : ctx_(fzg_create()) {
+    if (!ctx_) throw std::bad_alloc();
+  }
+  ~Context() { fzg_destroy(ctx_); }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  void set_config_file(const std::string& path) { check(fzg_set_config_file(ctx_, path.c_str())); }
+  void set_config_json(const std::string& json) { check(fzg_set_config_json(ctx_, json.c_str())); }
+  void set_default_config() { check(fzg_set_config_file(ctx_, nullptr)); }
+  void set_bound(int mode, double bound) { check(fzg_set_bound(ctx_, fzg_mode(mode), bound)); }
+  void set_device(int device) { check(fzg_set_device(ctx_, fzg_device(device))); }
+  void set_stream(uintptr_t stream) { check(fzg_set_stream(ctx_, reinterpret_cast<void*>(stream))); }
+  void set_locations(int data, int file) { check(fzg_set_locations(ctx_, fzg_memory(data), fzg_memory(file))); }
+
+  size_t max_compressed_size(int dtype, const std::vector<size_t>& dims) {
+    const size_t size = fzg_max_compressed_size(ctx_, fzg_dtype(dtype), dims.data(), int(dims.size()));
+    if (size == 0) check(FZG_ERROR_INVALID_ARGUMENT);
+    return size;
+  }
+
+  // Into caller memory (host or device, as set_locations says); returns the bytes written.
+  size_t compress(uintptr_t data, int dtype, const std::vector<size_t>& dims, uintptr_t file, size_t capacity) {
+    size_t written = 0;
+    fzg_status status;
+    {
+      py::gil_scoped_release unlocked;
+      status = fzg_compress(ctx_, address(data), fzg_dtype(dtype), dims.data(), int(dims.size()),
+                            const_cast<void*>(address(file)), capacity, &written);
+    }
+    check(status);
+    return written;
+  }
+
+  // A host field into a bytes object: written in place, then shrunk to the file's size.
+  py::bytes compress_to_bytes(uintptr_t data, int dtype, const std::vector<size_t>& dims) {
+    const size_t capacity = max_compressed_size(dtype, dims);
+    PyObject* bytes = PyBytes_FromStringAndSize(nullptr, Py_ssize_t(capacity));
+    if (!bytes) throw py::error_already_set();
+    py::object owner = py::reinterpret_steal<py::object>(bytes);
+    const size_t written =
+        compress(data, dtype, dims, reinterpret_cast<uintptr_t>(PyBytes_AS_STRING(bytes)), capacity);
+    owner.release();
+    if (_PyBytes_Resize(&bytes, Py_ssize_t(written)) != 0) throw py::error_already_set();
+    return py::reinterpret_steal<py::bytes>(bytes);
+  }
+
+  py::dict info(uintptr_t file, size_t size) {
+    fzg_file_info info;
+    check(fzg_file_info_of(ctx_, address(file), size, &info));
+    std::vector<size_t> dims(info.dims, info.dims + info.rank);
+    py::dict out;
+    out["dtype_code"] = int(info.dtype);
+    out["dims"] = dims;
+    out["original_bytes"] = info.original_bytes;
+    out["mode_code"] = int(info.mode);
+    out["requested_bound"] = info.requested_bound;
+    out["absolute_bound"] = info.absolute_bound;
+    out["format_version"] = int(info.format_version);
+    return out;
+  }
+
+  void decompress(uintptr_t file, size_t size, uintptr_t output, size_t capacity) {
+    fzg_status status;
+    {
+      py::gil_scoped_release unlocked;
+      status = fzg_decompress(ctx_, address(file), size, const_cast<void*>(address(output)), capacity);
+    }
+    check(status);
+  }
+
+ private:
+  void check(fzg_status status) const {
+    if (status != FZG_OK) {
+      const std::string message = fzg_last_error(ctx_);
+      throw StatusError{status, message.empty() ? fzg_error_string(status) : message};
+    }
+  }
+
+  fzg_context* ctx_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_fzg, m) {
+  m.doc() = "fzg's C API, called with addresses; use the fzg package's compress, decompress and info";
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const StatusError& e) {
+      py::object error = error_class()(e.message, fzg_error_string(e.status));
+      PyErr_SetObject(error.get_type().ptr(), error.ptr());
+    }
+  });
+  m.def("set_error_class", [](py::object cls) { error_class() = std::move(cls); },
+        "The exception class raised for a failed call: cls(message, status_name)");
+  m.def("cuda_available", [] { return fzg_cuda_available() != 0; });
+#ifdef FZG_HDF5_VERSION
+  m.attr("hdf5_version") = FZG_HDF5_VERSION;  // the HDF5 the bundled filter plugin links
+#else
+  m.attr("hdf5_version") = py::none();
+#endif
+  py::class_<Context>(m, "Context")
+      .def(py::init<>())
+      .def("set_config_file", &Context::set_config_file)
+      .def("set_config_json", &Context::set_config_json)
+      .def("set_default_config", &Context::set_default_config)
+      .def("set_bound", &Context::set_bound)
+      .def("set_device", &Context::set_device)
+      .def("set_stream", &Context::set_stream)
+      .def("set_locations", &Context::set_locations)
+      .def("max_compressed_size", &Context::max_compressed_size)
+      .def("compress", &Context::compress)
+      .def("compress_to_bytes", &Context::compress_to_bytes)
+      .def("info", &Context::info)
+      .def("decompress", &Context::decompress);
+}
