@@ -98,6 +98,19 @@ size_t fzg_max_compressed_size(fzg_context* ctx, fzg_dtype dtype, const size_t* 
 fzg_status fzg_compress(fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank,
                         void* file, size_t capacity, size_t* file_size);
 
+/* A file fzg allocated, exactly its size, in the memory fzg_set_locations names for files. */
+typedef struct fzg_buffer fzg_buffer;
+
+/* Like fzg_compress, into a file fzg allocates: no worst-case buffer and no copy of the
+ * file. Read it through fzg_buffer_data and fzg_buffer_size; give it back with
+ * fzg_buffer_free. Device memory is freed in the order of the stream the context had at
+ * compression: that stream must outlive the buffer. */
+fzg_status fzg_compress_to_buffer(fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank,
+                                  fzg_buffer** file);
+const void* fzg_buffer_data(const fzg_buffer* file);
+size_t fzg_buffer_size(const fzg_buffer* file);
+void fzg_buffer_free(fzg_buffer* file);
+
 /* Reads a file's header, the file where fzg_set_locations says files live (from device
  * memory only the metadata is copied to the host). */
 fzg_status fzg_file_info_of(fzg_context* ctx, const void* file, size_t file_size, fzg_file_info* info);

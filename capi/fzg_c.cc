@@ -19,6 +19,10 @@ struct fzg_context {
   std::string error;
 };
 
+struct fzg_buffer {
+  fzg::Buffer file;
+};
+
 namespace {
 
 using namespace fzg;
@@ -81,6 +85,17 @@ Device device_of(const fzg_context* ctx) {
 Location location_of(fzg_memory m) {
   require(m == FZG_HOST_MEMORY || m == FZG_DEVICE_MEMORY, "unknown memory kind " + std::to_string(int(m)));
   return m == FZG_DEVICE_MEMORY ? Location::device : Location::host;
+}
+
+// The file of ctx's settings for a field, in memory fzg allocated.
+Buffer compress_with(const fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank) {
+  const FieldRef field{data, ctx->data_where, dtype_of(dtype), dims_of(dims, rank)};
+  CompressOptions options;
+  options.bound = ctx->bound;
+  options.device = device_of(ctx);
+  options.stream = ctx->stream;
+  options.output = ctx->file_where;
+  return compress(ctx->graph, field, options);
 }
 
 }  // namespace
@@ -170,19 +185,28 @@ fzg_status fzg_compress(fzg_context* ctx, const void* data, fzg_dtype dtype, con
                         size_t capacity, size_t* file_size) {
   return guarded(ctx, [&] {
     require(data && file && file_size, "data, file and file_size must not be NULL");
-    const FieldRef field{data, ctx->data_where, dtype_of(dtype), dims_of(dims, rank)};
-    CompressOptions options;
-    options.bound = ctx->bound;
-    options.device = device_of(ctx);
-    options.stream = ctx->stream;
-    options.output = ctx->file_where;
-    const Buffer written = compress(ctx->graph, field, options);
+    const Buffer written = compress_with(ctx, data, dtype, dims, rank);
     require(written.size() <= capacity, "the file needs " + std::to_string(written.size()) + " bytes; capacity is " +
                                             std::to_string(capacity) + " (fzg_max_compressed_size gives enough)");
     copy_bytes(file, ctx->file_where, written.data(), written.location(), written.size(), ctx->stream);
     *file_size = written.size();
   });
 }
+
+fzg_status fzg_compress_to_buffer(fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank,
+                                  fzg_buffer** file) {
+  return guarded(ctx, [&] {
+    require(data && file, "data and file must not be NULL");
+    *file = nullptr;
+    *file = new fzg_buffer{compress_with(ctx, data, dtype, dims, rank)};
+  });
+}
+
+const void* fzg_buffer_data(const fzg_buffer* file) { return file ? file->file.data() : nullptr; }
+
+size_t fzg_buffer_size(const fzg_buffer* file) { return file ? file->file.size() : 0; }
+
+void fzg_buffer_free(fzg_buffer* file) { delete file; }
 
 fzg_status fzg_file_info_of(fzg_context* ctx, const void* file, size_t file_size, fzg_file_info* info) {
   return guarded(ctx, [&] {

@@ -141,12 +141,12 @@ def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=Non
         ctx.set_locations(_DEVICE, _HOST)
         return ctx.compress_to_bytes(field.address, dtype_code, field.dims)
     ctx.set_locations(_DEVICE, _DEVICE)
-    capacity = ctx.max_compressed_size(dtype_code, field.dims)
-    with cupy.cuda.ExternalStream(stream_ptr):
-        file = cupy.empty(capacity, dtype=cupy.uint8)
-        size = ctx.compress(field.address, dtype_code, field.dims, file.data.ptr, capacity)
-        # The worst case is larger than the field: keep only the file's bytes (a device copy).
-        return file[:size].copy()
+    # The file as fzg allocated it, exactly its size (no worst-case buffer, no copy), freed in
+    # the order of the stream it was made on: the array keeps a stream object alive with it.
+    owned = ctx.compress_to_buffer(field.address, dtype_code, field.dims)
+    owned.stream = stream
+    memory = cupy.cuda.UnownedMemory(owned.address, owned.size, owned)
+    return cupy.ndarray((owned.size,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(memory, 0))
 
 
 def _file_buffer(buf):

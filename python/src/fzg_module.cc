@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -29,6 +30,21 @@ py::object& error_class() {
 }
 
 const void* address(uintptr_t value) { return reinterpret_cast<const void*>(value); }
+
+// A file fzg allocated (fzg_compress_to_buffer), freed with the last Python reference; the
+// package wraps its memory in a cupy array and attaches the stream it must not outlive.
+class OwnedFile {
+ public:
+  explicit OwnedFile(fzg_buffer* file) : file_(file) {}
+  ~OwnedFile() { fzg_buffer_free(file_); }
+  OwnedFile(const OwnedFile&) = delete;
+  OwnedFile& operator=(const OwnedFile&) = delete;
+  uintptr_t address() const { return reinterpret_cast<uintptr_t>(fzg_buffer_data(file_)); }
+  size_t size() const { return fzg_buffer_size(file_); }
+
+ private:
+  fzg_buffer* file_;
+};
 
 class Context {
  public:
@@ -64,6 +80,18 @@ class Context {
     }
     check(status);
     return written;
+  }
+
+  // Into a file fzg allocates where set_locations says: exactly its size, no copy.
+  std::unique_ptr<OwnedFile> compress_to_buffer(uintptr_t data, int dtype, const std::vector<size_t>& dims) {
+    fzg_buffer* file = nullptr;
+    fzg_status status;
+    {
+      py::gil_scoped_release unlocked;
+      status = fzg_compress_to_buffer(ctx_, address(data), fzg_dtype(dtype), dims.data(), int(dims.size()), &file);
+    }
+    check(status);
+    return std::make_unique<OwnedFile>(file);
   }
 
   // A host field into a bytes object: written in place, then shrunk to the file's size.
@@ -134,6 +162,9 @@ PYBIND11_MODULE(_fzg, m) {
 #else
   m.attr("hdf5_version") = py::none();
 #endif
+  py::class_<OwnedFile>(m, "OwnedFile", py::dynamic_attr())
+      .def_property_readonly("address", &OwnedFile::address)
+      .def_property_readonly("size", &OwnedFile::size);
   py::class_<Context>(m, "Context")
       .def(py::init<>())
       .def("set_config_file", &Context::set_config_file)
@@ -146,6 +177,7 @@ PYBIND11_MODULE(_fzg, m) {
       .def("max_compressed_size", &Context::max_compressed_size)
       .def("compress", &Context::compress)
       .def("compress_to_bytes", &Context::compress_to_bytes)
+      .def("compress_to_buffer", &Context::compress_to_buffer)
       .def("info", &Context::info)
       .def("decompress", &Context::decompress);
 }

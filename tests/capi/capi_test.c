@@ -85,6 +85,32 @@ static void lossy_round_trips(fzg_context* ctx) {
   free(in);
 }
 
+/* A file fzg allocates holds the bytes fzg_compress writes, and decompresses. */
+static void compress_to_buffer(fzg_context* ctx, int on_device) {
+  const size_t dims[2] = {300, 200}, n = 300 * 200;
+  float* in = smooth_field(n);
+  CHECK(fzg_set_bound(ctx, FZG_ABS, 0.01) == FZG_OK);
+  const size_t cap = fzg_max_compressed_size(ctx, FZG_F32, dims, 2);
+  unsigned char* expected = malloc(cap);
+  size_t size = 0;
+  CHECK(fzg_compress(ctx, in, FZG_F32, dims, 2, expected, cap, &size) == FZG_OK);
+  fzg_buffer* file = NULL;
+  if (on_device) CHECK(fzg_set_locations(ctx, FZG_HOST_MEMORY, FZG_DEVICE_MEMORY) == FZG_OK);
+  CHECK(fzg_compress_to_buffer(ctx, in, FZG_F32, dims, 2, &file) == FZG_OK && file != NULL);
+  CHECK(fzg_buffer_size(file) == size && fzg_buffer_data(file) != NULL);
+  float* out = malloc(n * sizeof *out);
+  CHECK(fzg_decompress(ctx, fzg_buffer_data(file), fzg_buffer_size(file), out, n * sizeof *out) == FZG_OK);
+  for (size_t i = 0; i < n; ++i)
+    if (!isnan(in[i]) && !isinf(in[i])) CHECK(fabs((double)out[i] - (double)in[i]) <= 0.01);
+  if (!on_device) CHECK(memcmp(fzg_buffer_data(file), expected, size) == 0);
+  fzg_buffer_free(file);
+  CHECK(fzg_set_locations(ctx, FZG_HOST_MEMORY, FZG_HOST_MEMORY) == FZG_OK);
+  CHECK(fzg_compress_to_buffer(ctx, in, FZG_F32, dims, 4, &file) == FZG_ERROR_INVALID_ARGUMENT && file == NULL);
+  free(out);
+  free(expected);
+  free(in);
+}
+
 static void lossless_bytes(fzg_context* ctx) {
   const size_t dims[1] = {1001};
   unsigned short in[1001], out[1001];
@@ -151,11 +177,13 @@ int main(void) {
   CHECK(ctx != NULL);
   CHECK(fzg_set_device(ctx, FZG_DEVICE_CPU) == FZG_OK);
   lossy_round_trips(ctx);
+  compress_to_buffer(ctx, 0);
   lossless_bytes(ctx);
   errors_are_statuses(ctx);
   if (fzg_cuda_available()) {
     CHECK(fzg_set_device(ctx, FZG_DEVICE_CUDA) == FZG_OK);
     lossy_round_trips(ctx);
+    compress_to_buffer(ctx, 1);
     lossless_bytes(ctx);
     printf("C API: CPU and CUDA checked\n");
   } else {
