@@ -98,7 +98,7 @@ size_t fzg_max_compressed_size(fzg_context* ctx, fzg_dtype dtype, const size_t* 
 fzg_status fzg_compress(fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank,
                         void* file, size_t capacity, size_t* file_size);
 
-/* A file fzg allocated, exactly its size, in the memory fzg_set_locations names for files. */
+/* A file or field fzg allocated, exactly its size, in the memory fzg_set_locations names. */
 typedef struct fzg_buffer fzg_buffer;
 
 /* Like fzg_compress, into a file fzg allocates: no worst-case buffer and no copy of the
@@ -114,6 +114,12 @@ void fzg_buffer_free(fzg_buffer* file);
 /* Reads a file's header, the file where fzg_set_locations says files live (from device
  * memory only the metadata is copied to the host). */
 fzg_status fzg_file_info_of(fzg_context* ctx, const void* file, size_t file_size, fzg_file_info* info);
+
+/* Like fzg_decompress, into a field fzg allocates (exactly its size, where fzg_set_locations
+ * says fields go), with the file's info when `info` is not NULL: one call where the caller does
+ * not know the field's size beforehand. Freed with fzg_buffer_free, as above. */
+fzg_status fzg_decompress_to_buffer(fzg_context* ctx, const void* file, size_t file_size, fzg_buffer** field,
+                                    fzg_file_info* info);
 
 /* Decompresses `file` into `output`, of `capacity` bytes (at least info.original_bytes). */
 fzg_status fzg_decompress(fzg_context* ctx, const void* file, size_t file_size, void* output, size_t capacity);

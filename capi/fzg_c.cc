@@ -98,6 +98,27 @@ Buffer compress_with(const fzg_context* ctx, const void* data, fzg_dtype dtype, 
   return compress(ctx->graph, field, options);
 }
 
+DecompressOptions options_of(const fzg_context* ctx) {
+  DecompressOptions options;
+  options.device = device_of(ctx);
+  options.stream = ctx->stream;
+  options.output = ctx->data_where;
+  return options;
+}
+
+fzg_file_info info_of(const Header& h) {
+  fzg_file_info info{};
+  info.dtype = fzg_dtype(h.dtype);
+  info.rank = h.dims.rank;
+  info.dims[0] = h.dims.x, info.dims[1] = h.dims.y, info.dims[2] = h.dims.z;
+  info.original_bytes = h.dims.count() * dtype_size(h.dtype);
+  info.mode = fzg_mode(h.mode);
+  info.requested_bound = h.requested_bound;
+  info.absolute_bound = h.quant.error_bound;
+  info.format_version = h.version;
+  return info;
+}
+
 }  // namespace
 
 extern "C" {
@@ -211,27 +232,26 @@ void fzg_buffer_free(fzg_buffer* file) { delete file; }
 fzg_status fzg_file_info_of(fzg_context* ctx, const void* file, size_t file_size, fzg_file_info* info) {
   return guarded(ctx, [&] {
     require(file && info, "file and info must not be NULL");
-    const Header h = inspect(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), ctx->stream).header;
-    *info = fzg_file_info{};
-    info->dtype = fzg_dtype(h.dtype);
-    info->rank = h.dims.rank;
-    info->dims[0] = h.dims.x, info->dims[1] = h.dims.y, info->dims[2] = h.dims.z;
-    info->original_bytes = h.dims.count() * dtype_size(h.dtype);
-    info->mode = fzg_mode(h.mode);
-    info->requested_bound = h.requested_bound;
-    info->absolute_bound = h.quant.error_bound;
-    info->format_version = h.version;
+    *info = info_of(inspect(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), ctx->stream).header);
+  });
+}
+
+fzg_status fzg_decompress_to_buffer(fzg_context* ctx, const void* file, size_t file_size, fzg_buffer** field,
+                                    fzg_file_info* info) {
+  return guarded(ctx, [&] {
+    require(file && field, "file and field must not be NULL");
+    *field = nullptr;
+    Decompressed out = decompress(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), options_of(ctx));
+    if (info) *info = info_of(out.header);
+    *field = new fzg_buffer{std::move(out.data)};
   });
 }
 
 fzg_status fzg_decompress(fzg_context* ctx, const void* file, size_t file_size, void* output, size_t capacity) {
   return guarded(ctx, [&] {
     require(file && output, "file and output must not be NULL");
-    DecompressOptions options;
-    options.device = device_of(ctx);
-    options.stream = ctx->stream;
-    options.output = ctx->data_where;
-    decompress_into(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), output, capacity, options);
+    decompress_into(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), output, capacity,
+                    options_of(ctx));
   });
 }
 

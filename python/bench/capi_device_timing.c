@@ -1,7 +1,8 @@
 /* The C API's own time for one call on a field resident on the GPU: the baseline the Python
  * package's overhead is measured against (python/bench/device_overhead.py). Loads a raw f32
  * field, copies it to the device once, then times fzg_compress (device field -> device file)
- * and fzg_decompress (device file -> device field) with CUDA events on one stream: warm-up,
+ * (and fzg_compress_to_buffer, the call the package makes) and fzg_decompress (device file ->
+ * device field) with CUDA events on one stream: warm-up,
  * then the median of REPEAT calls each. Prints one JSON line. Never decides pass or fail.
  *   fzg_capi_device_timing FIELD.f32 NX NY NZ REL_BOUND [REPEAT] */
 #include <cuda_runtime_api.h>
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
   fzg_or_die(ctx, fzg_set_bound(ctx, FZG_REL, bound), "bound");
   fzg_or_die(ctx, fzg_set_locations(ctx, FZG_DEVICE_MEMORY, FZG_DEVICE_MEMORY), "locations");
   cudaStream_t stream;
-  CUDA_OR_DIE(cudaStreamCreate(&stream));
+  CUDA_OR_DIE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));  /* as the Python side's */
   fzg_or_die(ctx, fzg_set_stream(ctx, stream), "stream");
   const size_t capacity = fzg_max_compressed_size(ctx, FZG_F32, dims, 3);
   void *field, *file, *back;
@@ -79,6 +80,16 @@ int main(int argc, char** argv) {
     CUDA_OR_DIE(cudaEventSynchronize(stop));
     if (i >= warm_up) CUDA_OR_DIE(cudaEventElapsedTime(&compress_ms[i - warm_up], start, stop));
   }
+  float* owned_ms = malloc(sizeof(float) * (size_t)repeat);  /* fzg_compress_to_buffer: no copy */
+  for (int i = 0; i < warm_up + repeat; ++i) {
+    fzg_buffer* owned = NULL;
+    CUDA_OR_DIE(cudaEventRecord(start, stream));
+    fzg_or_die(ctx, fzg_compress_to_buffer(ctx, field, FZG_F32, dims, 3, &owned), "compress_to_buffer");
+    CUDA_OR_DIE(cudaEventRecord(stop, stream));
+    CUDA_OR_DIE(cudaEventSynchronize(stop));
+    fzg_buffer_free(owned);
+    if (i >= warm_up) CUDA_OR_DIE(cudaEventElapsedTime(&owned_ms[i - warm_up], start, stop));
+  }
   for (int i = 0; i < warm_up + repeat; ++i) {
     CUDA_OR_DIE(cudaEventRecord(start, stream));
     fzg_or_die(ctx, fzg_decompress(ctx, file, size, back, bytes), "decompress");
@@ -86,8 +97,9 @@ int main(int argc, char** argv) {
     CUDA_OR_DIE(cudaEventSynchronize(stop));
     if (i >= warm_up) CUDA_OR_DIE(cudaEventElapsedTime(&decompress_ms[i - warm_up], start, stop));
   }
-  printf("{\"values\": %zu, \"file_bytes\": %zu, \"repeat\": %d, \"compress_ms\": %.4f, \"decompress_ms\": %.4f}\n",
-         count, size, repeat, median(compress_ms, repeat), median(decompress_ms, repeat));
+  printf("{\"values\": %zu, \"file_bytes\": %zu, \"repeat\": %d, \"compress_ms\": %.4f, "
+         "\"compress_to_buffer_ms\": %.4f, \"decompress_ms\": %.4f}\n",
+         count, size, repeat, median(compress_ms, repeat), median(owned_ms, repeat), median(decompress_ms, repeat));
   fzg_destroy(ctx);
   return 0;
 }

@@ -141,12 +141,21 @@ def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=Non
         ctx.set_locations(_DEVICE, _HOST)
         return ctx.compress_to_bytes(field.address, dtype_code, field.dims)
     ctx.set_locations(_DEVICE, _DEVICE)
-    # The file as fzg allocated it, exactly its size (no worst-case buffer, no copy), freed in
-    # the order of the stream it was made on: the array keeps a stream object alive with it.
+    # The file as fzg allocated it, exactly its size: no worst-case buffer, no copy.
     owned = ctx.compress_to_buffer(field.address, dtype_code, field.dims)
+    return _array_of(owned, np.dtype(np.uint8), (owned.size,), True, stream)
+
+
+def _array_of(owned, dtype, shape, on_device, stream):
+    """Memory fzg allocated (an OwnedFile) as a numpy or cupy array that keeps it alive. Device
+    memory is freed in the order of the stream it was made on: the array keeps a stream object
+    alive with it."""
+    if not on_device:
+        return np.frombuffer(owned, dtype=dtype).reshape(shape)
+    import cupy
     owned.stream = stream
     memory = cupy.cuda.UnownedMemory(owned.address, owned.size, owned)
-    return cupy.ndarray((owned.size,), dtype=cupy.uint8, memptr=cupy.cuda.MemoryPointer(memory, 0))
+    return cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.MemoryPointer(memory, 0))
 
 
 def _file_buffer(buf):
@@ -165,7 +174,10 @@ def _file_buffer(buf):
 
 
 def _read_info(ctx, address, size):
-    raw = ctx.info(address, size)
+    return _described(ctx.info(address, size), size)
+
+
+def _described(raw, size):
     dtype = _arrays.DTYPES[raw["dtype_code"]]
     mode = _MODE_NAMES[raw["mode_code"]]
     out = {"dtype": dtype, "shape": tuple(raw["dims"][::-1]), "dims": tuple(raw["dims"]), "mode": mode,
@@ -233,19 +245,14 @@ def decompress(buf, out=None, device=None, stream=None):
     ctx.set_stream(stream_ptr)
     ctx.set_device(_DEVICES["cuda"] if (file_on_device or out_on_device) else _DEVICES[device or "auto"])
     ctx.set_locations(_DEVICE if out_on_device else _HOST, _DEVICE if file_on_device else _HOST)
-    meta = _read_info(ctx, address, size)
     if out is not None:
+        meta = _read_info(ctx, address, size)
         target = _check_out(out, meta, out_on_device)
         ctx.decompress(address, size, target, meta["original_bytes"])
         return out
-    if not out_on_device:
-        result = np.empty(meta["shape"], dtype=meta["dtype"])
-        ctx.decompress(address, size, result.__array_interface__["data"][0], result.nbytes)
-        return result
-    cupy = _arrays.cupy_or_none()
-    if cupy is None:
+    if out_on_device and _arrays.cupy_or_none() is None:
         raise TypeError("decompressing into GPU memory without out= needs cupy (pip install cupy-cuda12x)")
-    with cupy.cuda.ExternalStream(stream_ptr):
-        result = cupy.empty(meta["shape"], dtype=meta["dtype"])
-        ctx.decompress(address, size, result.data.ptr, result.nbytes)
-    return result
+    # One call: fzg reads the metadata once and allocates the field, exactly its size.
+    owned, raw = ctx.decompress_to_buffer(address, size, out_on_device)
+    meta = _described(raw, size)
+    return _array_of(owned, meta["dtype"], meta["shape"], out_on_device, stream)

@@ -42,7 +42,8 @@ def cupy_or_none():
 
 
 def is_device_array(obj) -> bool:
-    if hasattr(obj, "__cuda_array_interface__"):
+    # The class's attribute first: a cupy array's property is then not evaluated an extra time.
+    if hasattr(type(obj), "__cuda_array_interface__") or hasattr(obj, "__cuda_array_interface__"):
         return True
     device = getattr(obj, "__dlpack_device__", None)
     return device is not None and device()[0] in _DLPACK_CUDA_DEVICES

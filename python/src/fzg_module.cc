@@ -31,20 +31,39 @@ py::object& error_class() {
 
 const void* address(uintptr_t value) { return reinterpret_cast<const void*>(value); }
 
-// A file fzg allocated (fzg_compress_to_buffer), freed with the last Python reference; the
-// package wraps its memory in a cupy array and attaches the stream it must not outlive.
+// A file or field fzg allocated (fzg_compress_to_buffer, fzg_decompress_to_buffer), freed with
+// the last Python reference: the package wraps device memory in a cupy array (attaching the
+// stream it must not outlive) and host memory in a numpy array.
 class OwnedFile {
  public:
-  explicit OwnedFile(fzg_buffer* file) : file_(file) {}
+  OwnedFile(fzg_buffer* file, bool on_device) : file_(file), on_device_(on_device) {}
   ~OwnedFile() { fzg_buffer_free(file_); }
   OwnedFile(const OwnedFile&) = delete;
   OwnedFile& operator=(const OwnedFile&) = delete;
   uintptr_t address() const { return reinterpret_cast<uintptr_t>(fzg_buffer_data(file_)); }
   size_t size() const { return fzg_buffer_size(file_); }
+  // Host memory is seen through the buffer protocol (numpy.frombuffer), device memory never.
+  py::buffer_info buffer() const {
+    if (on_device_) throw py::buffer_error("device memory has no buffer protocol; wrap its address");
+    return py::buffer_info(const_cast<void*>(fzg_buffer_data(file_)), 1, "B", py::ssize_t(size()), false);
+  }
 
  private:
   fzg_buffer* file_;
+  bool on_device_;
 };
+
+py::dict info_dict(const fzg_file_info& info) {
+  py::dict out;
+  out["dtype_code"] = int(info.dtype);
+  out["dims"] = std::vector<size_t>(info.dims, info.dims + info.rank);
+  out["original_bytes"] = info.original_bytes;
+  out["mode_code"] = int(info.mode);
+  out["requested_bound"] = info.requested_bound;
+  out["absolute_bound"] = info.absolute_bound;
+  out["format_version"] = int(info.format_version);
+  return out;
+}
 
 class Context {
  public:
@@ -83,6 +102,7 @@ class Context {
   }
 
   // Into a file fzg allocates where set_locations says: exactly its size, no copy.
+  // (The package asks for it with device memory only.)
   std::unique_ptr<OwnedFile> compress_to_buffer(uintptr_t data, int dtype, const std::vector<size_t>& dims) {
     fzg_buffer* file = nullptr;
     fzg_status status;
@@ -91,7 +111,7 @@ class Context {
       status = fzg_compress_to_buffer(ctx_, address(data), fzg_dtype(dtype), dims.data(), int(dims.size()), &file);
     }
     check(status);
-    return std::make_unique<OwnedFile>(file);
+    return std::make_unique<OwnedFile>(file, true);
   }
 
   // A host field into a bytes object: written in place, then shrunk to the file's size.
@@ -110,16 +130,21 @@ class Context {
   py::dict info(uintptr_t file, size_t size) {
     fzg_file_info info;
     check(fzg_file_info_of(ctx_, address(file), size, &info));
-    std::vector<size_t> dims(info.dims, info.dims + info.rank);
-    py::dict out;
-    out["dtype_code"] = int(info.dtype);
-    out["dims"] = dims;
-    out["original_bytes"] = info.original_bytes;
-    out["mode_code"] = int(info.mode);
-    out["requested_bound"] = info.requested_bound;
-    out["absolute_bound"] = info.absolute_bound;
-    out["format_version"] = int(info.format_version);
-    return out;
+    return info_dict(info);
+  }
+
+  // Into a field fzg allocates where set_locations says (on_device: device memory), with the
+  // file's info: one C call, the file's metadata read once.
+  py::tuple decompress_to_buffer(uintptr_t file, size_t size, bool on_device) {
+    fzg_buffer* field = nullptr;
+    fzg_file_info info;
+    fzg_status status;
+    {
+      py::gil_scoped_release unlocked;
+      status = fzg_decompress_to_buffer(ctx_, address(file), size, &field, &info);
+    }
+    check(status);
+    return py::make_tuple(std::make_unique<OwnedFile>(field, on_device), info_dict(info));
   }
 
   void decompress(uintptr_t file, size_t size, uintptr_t output, size_t capacity) {
@@ -162,7 +187,8 @@ PYBIND11_MODULE(_fzg, m) {
 #else
   m.attr("hdf5_version") = py::none();
 #endif
-  py::class_<OwnedFile>(m, "OwnedFile", py::dynamic_attr())
+  py::class_<OwnedFile>(m, "OwnedFile", py::dynamic_attr(), py::buffer_protocol())
+      .def_buffer(&OwnedFile::buffer)
       .def_property_readonly("address", &OwnedFile::address)
       .def_property_readonly("size", &OwnedFile::size);
   py::class_<Context>(m, "Context")
@@ -179,5 +205,6 @@ PYBIND11_MODULE(_fzg, m) {
       .def("compress_to_bytes", &Context::compress_to_bytes)
       .def("compress_to_buffer", &Context::compress_to_buffer)
       .def("info", &Context::info)
-      .def("decompress", &Context::decompress);
+      .def("decompress", &Context::decompress)
+      .def("decompress_to_buffer", &Context::decompress_to_buffer);
 }

@@ -103,8 +103,22 @@ static void compress_to_buffer(fzg_context* ctx, int on_device) {
   for (size_t i = 0; i < n; ++i)
     if (!isnan(in[i]) && !isinf(in[i])) CHECK(fabs((double)out[i] - (double)in[i]) <= 0.01);
   if (!on_device) CHECK(memcmp(fzg_buffer_data(file), expected, size) == 0);
+  fzg_buffer* field = NULL;
+  fzg_file_info info, expected_info;
+  CHECK(fzg_decompress_to_buffer(ctx, fzg_buffer_data(file), fzg_buffer_size(file), &field, &info) == FZG_OK);
+  CHECK(fzg_buffer_size(field) == n * sizeof(float) && info.rank == 2 && info.dims[0] == 300 && info.dims[1] == 200);
+  CHECK(info.mode == FZG_ABS && info.absolute_bound == 0.01 && info.dtype == FZG_F32);
+  if (!on_device) {  /* the same values and info as the calls into caller memory */
+    CHECK(memcmp(fzg_buffer_data(field), out, n * sizeof(float)) == 0);
+    CHECK(fzg_file_info_of(ctx, expected, size, &expected_info) == FZG_OK);
+    CHECK(expected_info.rank == info.rank && expected_info.dims[0] == info.dims[0] &&
+          expected_info.absolute_bound == info.absolute_bound && expected_info.requested_bound == info.requested_bound &&
+          expected_info.original_bytes == info.original_bytes && expected_info.format_version == info.format_version);
+  }
+  fzg_buffer_free(field);
   fzg_buffer_free(file);
   CHECK(fzg_set_locations(ctx, FZG_HOST_MEMORY, FZG_HOST_MEMORY) == FZG_OK);
+  CHECK(fzg_decompress_to_buffer(ctx, "not a file", 10, &field, NULL) == FZG_ERROR_CORRUPT_DATA && field == NULL);
   CHECK(fzg_compress_to_buffer(ctx, in, FZG_F32, dims, 4, &file) == FZG_ERROR_INVALID_ARGUMENT && file == NULL);
   free(out);
   free(expected);

@@ -1,7 +1,8 @@
 /* An LD_PRELOAD library for test_cuda.py: counts the bytes a process copies from GPU memory
- * to host memory through the CUDA runtime's cudaMemcpy and cudaMemcpyAsync (every copy fzg
- * and cupy make), and writes the total to $FZG_COPY_COUNT_FILE at exit. It proves a call
- * does not bring a device field to the host, whichever code path it takes. */
+ * to host memory through cudaMemcpy and cudaMemcpyAsync of the CUDA runtime fzg links (every
+ * copy fzg makes; cupy reaches its runtime through dlsym, past this library), and writes
+ * the total to $FZG_COPY_COUNT_FILE at exit. It proves a call does not bring a device field
+ * to the host, whichever code path it takes. */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>

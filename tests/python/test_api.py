@@ -137,6 +137,14 @@ def test_fzg_refusals_are_fzg_errors_with_its_message():
         fzg.compress(smooth((100,)), rel=2.0)
 
 
+def test_decompressed_arrays_are_writeable_and_own_their_memory():
+    x = smooth((10, 20))
+    y = fzg.decompress(fzg.compress(x, abs=1e-3))
+    y[0, 0] = 123.0
+    del x
+    assert y[0, 0] == 123.0 and y.flags.writeable
+
+
 def test_decompress_into_out():
     x = smooth((16, 24, 32))
     file = fzg.compress(x, abs=1e-3)
