@@ -51,7 +51,7 @@ typedef enum { FZG_HOST_MEMORY = 0, FZG_DEVICE_MEMORY = 1 } fzg_memory;
 /* What a file holds, read from its header alone. */
 typedef struct {
   fzg_dtype dtype;
-  int rank;                 /* 1 to 3 */
+  int rank;                 /* 1 to 3: the rank given to fzg_compress */
   size_t dims[3];           /* fastest first; 1 past the rank */
   size_t original_bytes;    /* the field's size: what fzg_decompress writes */
   fzg_mode mode;
@@ -98,8 +98,28 @@ size_t fzg_max_compressed_size(fzg_context* ctx, fzg_dtype dtype, const size_t* 
 fzg_status fzg_compress(fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank,
                         void* file, size_t capacity, size_t* file_size);
 
-/* Reads a file's header (host memory). */
+/* A file or field fzg allocated, exactly its size, in the memory fzg_set_locations names. */
+typedef struct fzg_buffer fzg_buffer;
+
+/* Like fzg_compress, into a file fzg allocates: no worst-case buffer and no copy of the
+ * file. Read it through fzg_buffer_data and fzg_buffer_size; give it back with
+ * fzg_buffer_free. Device memory is freed in the order of the stream the context had at
+ * compression: that stream must outlive the buffer. */
+fzg_status fzg_compress_to_buffer(fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank,
+                                  fzg_buffer** file);
+const void* fzg_buffer_data(const fzg_buffer* file);
+size_t fzg_buffer_size(const fzg_buffer* file);
+void fzg_buffer_free(fzg_buffer* file);
+
+/* Reads a file's header, the file where fzg_set_locations says files live (from device
+ * memory only the metadata is copied to the host). */
 fzg_status fzg_file_info_of(fzg_context* ctx, const void* file, size_t file_size, fzg_file_info* info);
+
+/* Like fzg_decompress, into a field fzg allocates (exactly its size, where fzg_set_locations
+ * says fields go), with the file's info when `info` is not NULL: one call where the caller does
+ * not know the field's size beforehand. Freed with fzg_buffer_free, as above. */
+fzg_status fzg_decompress_to_buffer(fzg_context* ctx, const void* file, size_t file_size, fzg_buffer** field,
+                                    fzg_file_info* info);
 
 /* Decompresses `file` into `output`, of `capacity` bytes (at least info.original_bytes). */
 fzg_status fzg_decompress(fzg_context* ctx, const void* file, size_t file_size, void* output, size_t capacity);

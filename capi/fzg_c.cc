@@ -19,6 +19,10 @@ struct fzg_context {
   std::string error;
 };
 
+struct fzg_buffer {
+  fzg::Buffer file;
+};
+
 namespace {
 
 using namespace fzg;
@@ -67,7 +71,11 @@ DType dtype_of(fzg_dtype d) {
 Dims dims_of(const size_t* dims, int rank) {
   require(dims != nullptr, "dims is NULL");
   require(rank >= 1 && rank <= 3, "rank " + std::to_string(rank) + " is not 1, 2 or 3");
-  return Dims::make(std::vector<uint64_t>(dims, dims + rank));
+  Dims made = Dims::make(std::vector<uint64_t>(dims, dims + rank));
+  // The caller's rank, not the extents' own: a 1 x 500 field stays 2D in the file (which
+  // records a rank at or above the extents'), so a shape with unit axes comes back as given.
+  made.rank = rank;
+  return made;
 }
 
 Device device_of(const fzg_context* ctx) {
@@ -77,6 +85,38 @@ Device device_of(const fzg_context* ctx) {
 Location location_of(fzg_memory m) {
   require(m == FZG_HOST_MEMORY || m == FZG_DEVICE_MEMORY, "unknown memory kind " + std::to_string(int(m)));
   return m == FZG_DEVICE_MEMORY ? Location::device : Location::host;
+}
+
+// The file of ctx's settings for a field, in memory fzg allocated.
+Buffer compress_with(const fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank) {
+  const FieldRef field{data, ctx->data_where, dtype_of(dtype), dims_of(dims, rank)};
+  CompressOptions options;
+  options.bound = ctx->bound;
+  options.device = device_of(ctx);
+  options.stream = ctx->stream;
+  options.output = ctx->file_where;
+  return compress(ctx->graph, field, options);
+}
+
+DecompressOptions options_of(const fzg_context* ctx) {
+  DecompressOptions options;
+  options.device = device_of(ctx);
+  options.stream = ctx->stream;
+  options.output = ctx->data_where;
+  return options;
+}
+
+fzg_file_info info_of(const Header& h) {
+  fzg_file_info info{};
+  info.dtype = fzg_dtype(h.dtype);
+  info.rank = h.dims.rank;
+  info.dims[0] = h.dims.x, info.dims[1] = h.dims.y, info.dims[2] = h.dims.z;
+  info.original_bytes = h.dims.count() * dtype_size(h.dtype);
+  info.mode = fzg_mode(h.mode);
+  info.requested_bound = h.requested_bound;
+  info.absolute_bound = h.quant.error_bound;
+  info.format_version = h.version;
+  return info;
 }
 
 }  // namespace
@@ -166,13 +206,7 @@ fzg_status fzg_compress(fzg_context* ctx, const void* data, fzg_dtype dtype, con
                         size_t capacity, size_t* file_size) {
   return guarded(ctx, [&] {
     require(data && file && file_size, "data, file and file_size must not be NULL");
-    const FieldRef field{data, ctx->data_where, dtype_of(dtype), dims_of(dims, rank)};
-    CompressOptions options;
-    options.bound = ctx->bound;
-    options.device = device_of(ctx);
-    options.stream = ctx->stream;
-    options.output = ctx->file_where;
-    const Buffer written = compress(ctx->graph, field, options);
+    const Buffer written = compress_with(ctx, data, dtype, dims, rank);
     require(written.size() <= capacity, "the file needs " + std::to_string(written.size()) + " bytes; capacity is " +
                                             std::to_string(capacity) + " (fzg_max_compressed_size gives enough)");
     copy_bytes(file, ctx->file_where, written.data(), written.location(), written.size(), ctx->stream);
@@ -180,30 +214,44 @@ fzg_status fzg_compress(fzg_context* ctx, const void* data, fzg_dtype dtype, con
   });
 }
 
+fzg_status fzg_compress_to_buffer(fzg_context* ctx, const void* data, fzg_dtype dtype, const size_t* dims, int rank,
+                                  fzg_buffer** file) {
+  return guarded(ctx, [&] {
+    require(data && file, "data and file must not be NULL");
+    *file = nullptr;
+    *file = new fzg_buffer{compress_with(ctx, data, dtype, dims, rank)};
+  });
+}
+
+const void* fzg_buffer_data(const fzg_buffer* file) { return file ? file->file.data() : nullptr; }
+
+size_t fzg_buffer_size(const fzg_buffer* file) { return file ? file->file.size() : 0; }
+
+void fzg_buffer_free(fzg_buffer* file) { delete file; }
+
 fzg_status fzg_file_info_of(fzg_context* ctx, const void* file, size_t file_size, fzg_file_info* info) {
   return guarded(ctx, [&] {
     require(file && info, "file and info must not be NULL");
-    const Header h = inspect(Buffer::view(const_cast<void*>(file), file_size, Location::host)).header;
-    *info = fzg_file_info{};
-    info->dtype = fzg_dtype(h.dtype);
-    info->rank = h.dims.rank;
-    info->dims[0] = h.dims.x, info->dims[1] = h.dims.y, info->dims[2] = h.dims.z;
-    info->original_bytes = h.dims.count() * dtype_size(h.dtype);
-    info->mode = fzg_mode(h.mode);
-    info->requested_bound = h.requested_bound;
-    info->absolute_bound = h.quant.error_bound;
-    info->format_version = h.version;
+    *info = info_of(inspect(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), ctx->stream).header);
+  });
+}
+
+fzg_status fzg_decompress_to_buffer(fzg_context* ctx, const void* file, size_t file_size, fzg_buffer** field,
+                                    fzg_file_info* info) {
+  return guarded(ctx, [&] {
+    require(file && field, "file and field must not be NULL");
+    *field = nullptr;
+    Decompressed out = decompress(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), options_of(ctx));
+    if (info) *info = info_of(out.header);
+    *field = new fzg_buffer{std::move(out.data)};
   });
 }
 
 fzg_status fzg_decompress(fzg_context* ctx, const void* file, size_t file_size, void* output, size_t capacity) {
   return guarded(ctx, [&] {
     require(file && output, "file and output must not be NULL");
-    DecompressOptions options;
-    options.device = device_of(ctx);
-    options.stream = ctx->stream;
-    options.output = ctx->data_where;
-    decompress_into(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), output, capacity, options);
+    decompress_into(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), output, capacity,
+                    options_of(ctx));
   });
 }
 

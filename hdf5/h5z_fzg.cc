@@ -107,8 +107,11 @@ herr_t set_local(hid_t dcpl, hid_t type, hid_t) {
   for (int d = rank - 1; d >= 0; --d) local.push_back(unsigned(chunk[d]));  // HDF5 lists the slowest first
   local.insert(local.end(), user.begin() + 3, user.end());
   // A bound or config the filter could not use fails the dataset's creation, not a later
-  // write of its chunks.
-  if (dtype_of(type) == 0 || !settings_usable(local)) return -1;
+  // write of its chunks (which h5py's optional filters would store unfiltered, silently):
+  // fzg compresses integers exactly only.
+  const fzg_dtype dtype = dtype_of(type);
+  const bool lossy_integers = user[0] != FZG_LOSSLESS && dtype != FZG_F32 && dtype != FZG_F64;
+  if (dtype == 0 || lossy_integers || !settings_usable(local)) return -1;
   return H5Pmodify_filter(dcpl, filter_id, flags, local.size(), local.data());
 }
 

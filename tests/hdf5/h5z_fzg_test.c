@@ -69,6 +69,9 @@ int main(int argc, char** argv) {
   CHECK(write_dataset(file, "counts", H5T_NATIVE_UINT16, counts, v, n) == 0);
   n = cd_values(1, 0.01, "no-such-config", v);
   CHECK(write_dataset(file, "refused", H5T_NATIVE_FLOAT, field, v, n) != 0);
+  n = cd_values(1, 0.01, NULL, v);         /* lossy on integers: refused at creation, not per chunk */
+  CHECK(write_dataset(file, "refused-integers", H5T_NATIVE_UINT16, counts, v, n) != 0);
+  CHECK(H5Lexists(file, "refused-integers", H5P_DEFAULT) == 0);
   H5Fclose(file);
 
   file = H5Fopen(argv[1], H5F_ACC_RDONLY, H5P_DEFAULT);

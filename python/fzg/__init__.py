@@ -1,0 +1,258 @@
+"""fzg: error-bounded lossy compression of scientific float fields on the CPU or an NVIDIA GPU.
+
+    import numpy as np, fzg
+    file = fzg.compress(field, rel=1e-3)   # bytes: |x - x'| <= 1e-3 x the field's value range
+    back = fzg.decompress(file)            # a numpy array of the field's dtype and shape
+    fzg.info(file)                         # dtype, shape, mode, bounds: from the file alone
+
+cupy (and torch, or any __cuda_array_interface__ / DLPack) arrays stay on the GPU: their
+file is a cupy uint8 array, and decompress of a device file (or with device="cuda") gives a
+cupy array. fzg.numcodecs.Fzg is a numcodecs codec (Zarr); fzg.hdf5.Fzg the h5py filter
+settings, in the hdf5plugin style.
+"""
+import json
+import os
+import threading
+
+import numpy as np
+
+from . import _arrays, _fzg
+
+__all__ = ["compress", "decompress", "info", "FzgError", "cuda_available", "shipped_configs"]
+__version__ = "0.1.0"
+
+
+class FzgError(RuntimeError):
+    """A call fzg refused: the message is fzg's one line, `status` its kind ("invalid
+    argument", "invalid config", "corrupt data", "unsupported", "CUDA error", ...)."""
+
+    def __init__(self, message, status="error"):
+        super().__init__(message)
+        self.status = status
+
+
+_fzg.set_error_class(FzgError)
+
+_MODES = {"abs": 1, "rel": 2, "psnr": 3, "lossless": 4}  # fzg_mode
+_MODE_NAMES = {code: name for name, code in _MODES.items()}
+_DEVICES = {"auto": 0, "cpu": 1, "cuda": 2}  # fzg_device
+_HOST, _DEVICE = 0, 1  # fzg_memory
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs")
+
+
+def cuda_available() -> bool:
+    """Whether this build of fzg has its CUDA backend and a GPU is present."""
+    return _fzg.cuda_available()
+
+
+def shipped_configs():
+    """The names of the configs shipped with fzg ("fz", "ratio", "cusz", ...)."""
+    return sorted(name[:-5] for name in os.listdir(CONFIG_DIR) if name.endswith(".json"))
+
+
+_contexts = threading.local()
+
+
+def _context(config):
+    """This thread's C context for `config` (one per config: loading a graph is not free).
+    config: None (the built-in fz graph), a shipped config's name, a path to a JSON file,
+    JSON text, or a dict."""
+    if isinstance(config, dict):
+        config = json.dumps(config)
+    cache = getattr(_contexts, "by_config", None)
+    if cache is None:
+        cache = _contexts.by_config = {}
+    ctx = cache.get(config)
+    if ctx is None:
+        ctx = _fzg.Context()
+        if config is None:
+            ctx.set_default_config()
+        elif not isinstance(config, (str, os.PathLike)):
+            raise TypeError(f"config must be a shipped config's name, a path, JSON text or a dict; "
+                            f"got {type(config).__name__}")
+        elif str(config).lstrip().startswith("{"):
+            ctx.set_config_json(str(config))
+        elif os.path.exists(config) or os.sep in str(config) or str(config).endswith(".json"):
+            ctx.set_config_file(os.fspath(config))
+        elif str(config) in shipped_configs():
+            ctx.set_config_file(os.path.join(CONFIG_DIR, f"{config}.json"))
+        else:
+            raise ValueError(f"no config named {config!r}: give a path, JSON text, or one of "
+                             f"{', '.join(shipped_configs())}")
+        if len(cache) >= 16:
+            cache.clear()
+        cache[config] = ctx
+    return ctx
+
+
+def _mode_and_bound(abs, rel, psnr, lossless):
+    given = [(name, value) for name, value in (("abs", abs), ("rel", rel), ("psnr", psnr)) if value is not None]
+    if lossless:
+        given.append(("lossless", 0.0))
+    if len(given) != 1:
+        named = ", ".join(name for name, _ in given) or "none"
+        raise ValueError(f"give exactly one of abs=, rel=, psnr= or lossless=True (got {named})")
+    name, value = given[0]
+    return _MODES[name], float(value)
+
+
+def _device_code(device):
+    if device not in _DEVICES:
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda'; got {device!r}")
+    return _DEVICES[device]
+
+
+def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=None, device="auto", stream=None):
+    """Compresses a 1-3D array into one .fzg file.
+
+    Exactly one of abs= (|x - x'| <= abs), rel= (a fraction of the finite value range),
+    psnr= (a target in dB) or lossless=True (the only mode for integer arrays: uint8,
+    uint16, uint32, int32). Lossy modes take float32 and float64.
+    config: a shipped config's name ("fz", the default; "ratio", "cusz", ...), a path, JSON
+    text or a dict. device: "auto" (the GPU when present), "cpu" or "cuda".
+
+    A host array gives bytes. Fortran-order and strided arrays are copied into C order first
+    (the file holds the values in the array's logical, C-order shape). A device array
+    (cupy, torch, __cuda_array_interface__, DLPack) is compressed on the GPU without a host
+    copy, on `stream` (an int, a cupy or torch stream; default: the stream its producer
+    names, else the default stream), and gives a cupy uint8 array holding the file (bytes
+    when cupy is not installed).
+    """
+    mode, bound = _mode_and_bound(abs, rel, psnr, lossless)
+    device_code = _device_code(device)
+    field = _arrays.as_field(array)
+    if field.on_device and device == "cpu":
+        raise ValueError("a device array compresses on the GPU (device='auto' or 'cuda'); copy it to the host for the CPU")
+    if mode != _MODES["lossless"] and field.dtype not in _arrays.LOSSY_DTYPES:
+        raise TypeError(f"{field.dtype} arrays compress with lossless=True only (lossy modes take float32 and float64)")
+    ctx = _context(config)
+    ctx.set_bound(mode, bound)
+    ctx.set_device(_DEVICES["cuda"] if field.on_device else device_code)
+    dtype_code = _arrays.DTYPE_CODES[field.dtype]
+    if not field.on_device:
+        ctx.set_stream(_arrays.stream_handle(stream))
+        ctx.set_locations(_HOST, _HOST)
+        return ctx.compress_to_bytes(field.address, dtype_code, field.dims)
+    stream_ptr = _arrays.stream_handle(stream, field)
+    ctx.set_stream(stream_ptr)
+    cupy = _arrays.cupy_or_none()
+    if cupy is None:  # no device array type to hold the file: it comes to the host (its size, not the field's)
+        ctx.set_locations(_DEVICE, _HOST)
+        return ctx.compress_to_bytes(field.address, dtype_code, field.dims)
+    ctx.set_locations(_DEVICE, _DEVICE)
+    # The file as fzg allocated it, exactly its size: no worst-case buffer, no copy.
+    owned = ctx.compress_to_buffer(field.address, dtype_code, field.dims)
+    return _array_of(owned, np.dtype(np.uint8), (owned.size,), True, stream)
+
+
+def _array_of(owned, dtype, shape, on_device, stream):
+    """Memory fzg allocated (an OwnedFile) as a numpy or cupy array that keeps it alive. Device
+    memory is freed in the order of the stream it was made on: the array keeps a stream object
+    alive with it."""
+    if not on_device:
+        return np.frombuffer(owned, dtype=dtype).reshape(shape)
+    import cupy
+    owned.stream = stream
+    memory = cupy.cuda.UnownedMemory(owned.address, owned.size, owned)
+    return cupy.ndarray(shape, dtype=dtype, memptr=cupy.cuda.MemoryPointer(memory, 0))
+
+
+def _file_buffer(buf):
+    """(address, size, on_device, owner, stream) of a file: bytes-like or a numpy uint8 array on
+    the host, a cupy / __cuda_array_interface__ / DLPack uint8 array on the GPU."""
+    if _arrays.is_device_array(buf):
+        field = _arrays.device_field(buf)
+        if field.dtype.itemsize != 1:
+            raise TypeError(f"a file on the device is a uint8 array; got {field.dtype}")
+        return field.address, field.nbytes, True, field.owner, field.stream
+    if isinstance(buf, np.ndarray):
+        view = np.ascontiguousarray(buf).reshape(-1).view(np.uint8)
+    else:
+        view = np.frombuffer(buf, dtype=np.uint8)
+    return view.__array_interface__["data"][0], view.nbytes, False, view, None
+
+
+def _read_info(ctx, address, size):
+    return _described(ctx.info(address, size), size)
+
+
+def _described(raw, size):
+    dtype = _arrays.DTYPES[raw["dtype_code"]]
+    mode = _MODE_NAMES[raw["mode_code"]]
+    out = {"dtype": dtype, "shape": tuple(raw["dims"][::-1]), "dims": tuple(raw["dims"]), "mode": mode,
+           "original_bytes": raw["original_bytes"], "compressed_bytes": size,
+           "ratio": raw["original_bytes"] / size if size else 0.0, "format_version": raw["format_version"]}
+    if mode != "lossless":
+        out["requested_bound"] = raw["requested_bound"]
+        out["absolute_bound"] = raw["absolute_bound"]
+    return out
+
+
+def info(buf) -> dict:
+    """What a file holds, from its metadata alone: dtype (numpy), shape (C order), dims (fzg's,
+    fastest first), mode ("abs", "rel", "psnr", "lossless"), requested_bound and
+    absolute_bound (lossy files: the bound as given and the |x - x'| every value honours),
+    original_bytes, compressed_bytes, ratio and format_version. A device file's metadata is
+    read from the GPU (a few KiB, never the whole file)."""
+    address, size, on_device, _owner, stream = _file_buffer(buf)
+    ctx = _context(None)
+    ctx.set_stream(_arrays.stream_handle(None, None) if stream is None else int(stream))
+    ctx.set_locations(_HOST, _DEVICE if on_device else _HOST)
+    return _read_info(ctx, address, size)
+
+
+def _check_out(out, meta, on_device):
+    """`out` must be exactly the file's array: dtype, C-order shape, C-contiguous, writeable."""
+    if on_device:
+        view, contiguous = _arrays.device_view(out)
+        if not contiguous:
+            raise ValueError("out must be C-contiguous")
+        dtype, shape, address = view.dtype, view.shape, view.address
+    else:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy array (or a device array); got {type(out).__name__}")
+        if not out.flags.c_contiguous:
+            raise ValueError("out must be C-contiguous")
+        if not out.flags.writeable:
+            raise ValueError("out is read-only")
+        dtype, shape, address = out.dtype, out.shape, out.__array_interface__["data"][0]
+    if dtype != meta["dtype"]:
+        raise TypeError(f"out has dtype {dtype}; the file holds {meta['dtype']}")
+    if tuple(shape) != meta["shape"]:
+        raise ValueError(f"out has shape {tuple(shape)}; the file holds {meta['shape']}")
+    return address
+
+
+def decompress(buf, out=None, device=None, stream=None):
+    """The array a file holds, with its dtype and shape.
+
+    buf: bytes-like or a numpy uint8 array (a file on the host), or a cupy / device uint8
+    array (a file on the GPU). out: an array to decompress into (numpy on the host, cupy or
+    any C-contiguous __cuda_array_interface__ array on the GPU) of exactly the file's dtype
+    and shape. device: None (the output goes where the file is, or where `out` is; a host
+    file decodes on the GPU when present), "cpu", or "cuda" (decode on the GPU; without
+    `out`, a cupy array). stream as for compress.
+    """
+    if device not in (None, "auto", "cpu", "cuda"):
+        raise ValueError(f"device must be None, 'auto', 'cpu' or 'cuda'; got {device!r}")
+    address, size, file_on_device, _owner, file_stream = _file_buffer(buf)
+    out_on_device = _arrays.is_device_array(out) if out is not None else (file_on_device or device == "cuda")
+    if device == "cpu" and (file_on_device or out_on_device):
+        raise ValueError("device='cpu' decodes a host file into host memory; this file or out is on the GPU")
+    ctx = _context(None)
+    stream_ptr = _arrays.stream_handle(stream) if stream is not None else int(file_stream or 0)
+    ctx.set_stream(stream_ptr)
+    ctx.set_device(_DEVICES["cuda"] if (file_on_device or out_on_device) else _DEVICES[device or "auto"])
+    ctx.set_locations(_DEVICE if out_on_device else _HOST, _DEVICE if file_on_device else _HOST)
+    if out is not None:
+        meta = _read_info(ctx, address, size)
+        target = _check_out(out, meta, out_on_device)
+        ctx.decompress(address, size, target, meta["original_bytes"])
+        return out
+    if out_on_device and _arrays.cupy_or_none() is None:
+        raise TypeError("decompressing into GPU memory without out= needs cupy (pip install cupy-cuda12x)")
+    # One call: fzg reads the metadata once and allocates the field, exactly its size.
+    owned, raw = ctx.decompress_to_buffer(address, size, out_on_device)
+    meta = _described(raw, size)
+    return _array_of(owned, meta["dtype"], meta["shape"], out_on_device, stream)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The Python package as a user installs it: `pip install ./python` into a fresh virtual
+# environment (with the system's site packages: Debian's numpy, h5py, numcodecs, zarr,
+# pytest), scikit-build-core and pybind11 fetched by pip's build isolation, then every
+# Python test against the installed package (the numcodecs entry point included), from a
+# folder where the source tree cannot be imported instead.
+#   bash tests/python/package_check.sh [PYTHON]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+python=${1:-python3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$python" -m venv --system-site-packages "$work/venv"
+[ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check ./python
+mkdir -p "$work/tests"
+cp -r tests/python "$work/tests/python"
+cp README.md "$work/README.md"  # test_readme.py reads it two folders up, as in the repository
+cd "$work/tests/python"
+"$work/venv/bin/python" -c "import fzg, sys; assert fzg.__file__.startswith(sys.prefix), fzg.__file__"
+"$work/venv/bin/python" -m pytest -q -rs -p no:cacheprovider .
