@@ -379,7 +379,7 @@ std::vector<double> fill_values_for(const CodecArgs& a, const std::vector<double
 
 Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values) {
   const Graph graph = load_graph(a.config);
-  if (fill_values.empty() || parse_error_mode(a.mode) == ErrorMode::lossless) return graph;
+  if (fill_values.empty() || parse_error_mode(a.mode) == ErrorMode::lossless || !graph.has_predictor()) return graph;
   return graph.with_fill_values(fill_values);
 }
 
@@ -400,6 +400,9 @@ FieldRef load_field(const FieldArgs& a, Buffer& bytes, std::vector<double>* file
            "'" + a.input + "' holds " + f.dims.to_string() + " values, not the " + given + " of -l");
     if (a.type != "f32" && parse_dtype(a.type) != f.dtype)
       fail(ErrorCode::invalid_argument, "'" + a.input + "' holds " + to_string(f.dtype) + " values, not " + a.type);
+    for (const std::string& fill : in.fill_values)
+      std::cerr << "fzg: note: '" << a.input << "' marks missing points with " << fill
+                << " (kept bit for bit, left out of the range and the bound; --fill none treats them as data)\n";
     if (file_fill_values) *file_fill_values = in.missing_values;
     bytes = std::move(in.bytes);
     f.data = bytes.data();
@@ -629,7 +632,8 @@ namespace {
 // The bytes of the field's quantization codes in FZ-GPU's format plus fzg's outlier stream,
 // the codes taken through the library: a graph of the predictor alone, in one chunk, storing
 // its codes and outliers. The field's bytes when that file is stored exactly (no codes).
-uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound) {
+// With fill values (the graph's), the mask stream is counted too.
+uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound, const std::vector<double>& fills) {
   const nlohmann::json config = {
       {"name", "lorenzo-codes"},
       {"chunk_values", max_chunk_values},
@@ -637,19 +641,55 @@ uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound)
       {"store", {"predict.codes", "predict.outliers"}}};
   CompressOptions options;
   options.bound = bound;
+  options.fill_values = fills;
   const Buffer file = compress(Graph::from_json(config), field, options);
   const Container c = inspect(file);
   if (stored_exactly(c) || c.chunks.size() != 1) return field.size_bytes();
   const ChunkRecord& chunk = c.chunks[0];
   const auto* codes = reinterpret_cast<const uint16_t*>(file.data() + chunk.stream_offsets[0]);
-  return bench::fzgpu_format_bytes(codes, chunk.streams[0].size / 2) + chunk.streams[1].size;
+  uint64_t bytes = bench::fzgpu_format_bytes(codes, chunk.streams[0].size / 2);
+  for (size_t s = 1; s < chunk.streams.size(); ++s) bytes += chunk.streams[s].size;
+  return bytes;
+}
+
+// The fill values a graph's predictor declares, as its parameters give them.
+std::vector<double> fill_values_of(const Graph& graph) {
+  std::vector<double> values;
+  for (const auto& node : graph.nodes())
+    if (node.stage->spec().predictor)
+      for (const auto& v : node.stage->params().value("fill", nlohmann::json::array()))
+        values.push_back(v.is_string() ? parse_fill_value(v.get<std::string>()) : v.get<double>());
+  return values;
 }
 
 }  // namespace
 
-nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound, double ssim) {
-  const Metrics m = compare_fields(original.data, reconstructed, original.dtype, original.dims.count(), error_bound);
-  return {{"psnr_db", m.psnr},
+std::vector<uint8_t> missing_points(const FieldRef& field, const MissingValues& missing) {
+  if (missing.empty() || !is_float(field.dtype)) return {};
+  const uint64_t n = field.dims.count();
+  std::vector<uint8_t> mask(n);
+  if (field.dtype == DType::f32) {
+    const auto* v = static_cast<const float*>(field.data);
+    for (uint64_t i = 0; i < n; ++i) mask[i] = uint8_t(missing.symbol_of(v[i]) != 0);
+  } else {
+    const auto* v = static_cast<const double*>(field.data);
+    for (uint64_t i = 0; i < n; ++i) mask[i] = uint8_t(missing.symbol_of(v[i]) != 0);
+  }
+  return mask;
+}
+
+MissingValues missing_values_of(const Graph& graph, DType dtype) {
+  for (const auto& node : graph.nodes())
+    if (node.stage->spec().predictor) return node.stage->missing_values(dtype);
+  return {};
+}
+
+nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound, double ssim,
+                              const uint8_t* missing) {
+  const Metrics m =
+      compare_fields(original.data, reconstructed, original.dtype, original.dims.count(), error_bound, missing);
+  return {{"missing_points", m.missing_count},
+          {"psnr_db", m.psnr},
           {"nrmse", m.nrmse},
           {"ssim", ssim},
           {"pearson", m.pearson},
@@ -711,6 +751,10 @@ nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, cons
   DecompressOptions dopt;
   dopt.device = device;
 
+  // Points with a fill value are left out of every metric (they come back bit for bit).
+  const std::vector<uint8_t> missing = missing_points(field, missing_values_of(graph, field.dtype));
+  const uint8_t* mask = missing.empty() ? nullptr : missing.data();
+
   // End to end, host to host: what a file-based user gets. Run once to warm up.
   Buffer file = compress(graph, field, copt);
   Decompressed out = decompress(file, dopt);
@@ -742,19 +786,21 @@ nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, cons
     kernel_only = {{"kernel_compress_gbps", double(field.size_bytes()) / (times.compress_ms * 1e6)},
                    {"kernel_decompress_gbps", double(field.size_bytes()) / (times.decompress_ms * 1e6)},
                    {"peak_device_bytes", peak}};
+    const Buffer device_mask =
+        mask ? to_device(Buffer::view(const_cast<uint8_t*>(mask), missing.size(), Location::host), nullptr) : Buffer();
     similarity = ssim_on(Device::cuda, Location::device, resident.data(), device_out.data.data(), field.dtype,
-                         field.dims);
+                         field.dims, 7, 2, mask ? device_mask.data() : nullptr);
   } else {
-    similarity = ssim(field.data, out.data.data(), field.dtype, field.dims);
+    similarity = ssim(field.data, out.data.data(), field.dtype, field.dims, 7, 2, mask);
   }
 
-  nlohmann::json report = quality_report(field, out.data.data(), out.header.quant.error_bound, similarity);
+  nlohmann::json report = quality_report(field, out.data.data(), out.header.quant.error_bound, similarity, mask);
   const double bytes = double(field.size_bytes());
   // The FZ-GPU format ratio: the same quantization codes in FZ-GPU's lossless format
   // (bitshuffle + zero-block, which has no outlier handling), plus fzg's outlier stream.
   // 0 in lossless mode, which has no codes.
   double fzgpu_ratio = 0;
-  if (bound.mode != ErrorMode::lossless) fzgpu_ratio = bytes / double(fzgpu_format_file_bytes(field, bound));
+  if (bound.mode != ErrorMode::lossless) fzgpu_ratio = bytes / double(fzgpu_format_file_bytes(field, bound, fill_values_of(graph)));
   report.update({{"original_bytes", field.size_bytes()},
                  {"compressed_bytes", file.size()},
                  {"ratio", bytes / double(file.size())},
@@ -813,6 +859,9 @@ int run_eval(const EvalArgs& a) {
       std::printf("  FZ-GPU format  %.3f  (the same codes in FZ-GPU's bitshuffle + zero-block format, plus fzg's "
                   "outliers)\n",
                   r["fzgpu_format_ratio"].get<double>());
+    if (r["missing_points"].get<uint64_t>())
+      std::printf("  missing        %llu points hold a fill value: kept bit for bit, left out of every metric below\n",
+                  (unsigned long long)r["missing_points"].get<uint64_t>());
     std::printf("  PSNR           %.2f dB   NRMSE %.3g\n", r["psnr_db"].get<double>(), r["nrmse"].get<double>());
     std::printf("  SSIM           %.6f   Pearson %.6f   error lag-1 autocorrelation %.3f\n",
                 r["ssim"].get<double>(), r["pearson"].get<double>(), r["error_autocorrelation"].get<double>());

@@ -66,6 +66,7 @@ struct SweepArgs {
   std::string plan;           // a JSON plan instead of the lists
   std::string output;         // results: .csv or .json, rewritten after every run
   int repeat = 1;
+  std::vector<std::string> fill;  // as CodecArgs::fill, for every input
 };
 struct BenchArgs {
   FieldArgs field;
@@ -119,7 +120,14 @@ double median(std::vector<double> values);
 // max_abs_error, max_rel_error and violations (points over the absolute error_bound). `ssim`
 // is the reconstruction's SSIM, computed by the caller where the fields are (ssim_on: on the
 // GPU for a run on it, where the CPU's would take seconds for a 100 M-value field).
-nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound, double ssim);
+// `missing` (one byte per point, nonzero for a fill value) leaves points out of every metric;
+// "missing_points" counts them.
+nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound, double ssim,
+                              const uint8_t* missing = nullptr);
+// The points of `field` that hold one of these fill values (empty without any).
+std::vector<uint8_t> missing_points(const FieldRef& field, const MissingValues& missing);
+// The fill values of a graph's predictor in `dtype` (none without a predictor).
+MissingValues missing_values_of(const Graph& graph, DType dtype);
 // One field through one config at one bound: end to end (host to host, median of `repeat`
 // after a warm-up round trip) and, on the GPU, kernel-only (field and file resident on the
 // device, CUDA events) with the peak device memory; the reconstruction's errors and

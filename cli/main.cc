@@ -157,6 +157,12 @@ int main(int argc, char** argv) {
   sweep->add_option("-m,--mode", sweep_args.mode, "abs, rel or psnr")->capture_default_str();
   sweep->add_option("-e,--error", sweep_args.bounds, "error bounds, comma-separated")->capture_default_str();
   sweep->add_option("--device", sweep_args.device, "auto, cpu or cuda")->capture_default_str();
+  sweep->add_option("--fill", sweep_args.fill,
+                    "a value that marks missing points in every input (repeatable; as compress's --fill: inputs' own "
+                    "_FillValue / missing_value are used unless given, '--fill none' ignores them)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   sweep->add_option("--plan", sweep_args.plan,
                     "a JSON plan instead of -i/-c/-m/-e: {\"fields\": [...], \"configs\": [...], \"mode\": \"rel\", "
                     "\"bounds\": [...]}");

@@ -28,7 +28,7 @@ const std::vector<std::string> columns = {
     "field", "config", "device", "mode", "eb", "dims", "dtype", "absolute_bound", "ratio", "bits_per_value",
     "psnr_db", "nrmse", "ssim", "pearson", "error_autocorrelation", "max_abs_error", "max_rel_error",
     "compress_gbps", "decompress_gbps", "kernel_compress_gbps", "kernel_decompress_gbps", "peak_device_bytes",
-    "bound_held", "violations", "original_bytes", "compressed_bytes", "fzgpu_format_ratio"};
+    "bound_held", "violations", "original_bytes", "compressed_bytes", "fzgpu_format_ratio", "missing_points"};
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> parts;
@@ -285,20 +285,30 @@ int run_sweep(const SweepArgs& a) {
   progress.set_noun("runs");
   double finished = 0;
   uint64_t misses = 0, skipped = 0;
+  CodecArgs fill_args;
+  fill_args.fill = a.fill;
   for (const FieldSpec& f : plan.fields) {
     Buffer storage;
     std::optional<FieldRef> field;  // read when its first run is not done yet
-    for (const Graph& graph : graphs)
+    std::vector<double> fills;      // --fill's, else the input's own _FillValue / missing_value
+    for (const Graph& config_graph : graphs)
       for (const ErrorBound& bound : bounds) {
-        nlohmann::json row = {{"field", f.input}, {"config", graph.name()}, {"device", device_name},
+        nlohmann::json row = {{"field", f.input}, {"config", config_graph.name()}, {"device", device_name},
                               {"mode", plan.mode}, {"eb", bound.value}};
         if (done.count(run_key(row))) {
           progress.set(++finished);
           ++skipped;
           continue;
         }
-        progress.set_what("sweep: " + f.input + ", " + graph.name() + ", " + plan.mode + " " + csv_cell(bound.value));
-        if (!field) field = load_field({f.input, "", f.type, f.dims, a.slowest_first, 1}, storage);
+        progress.set_what("sweep: " + f.input + ", " + config_graph.name() + ", " + plan.mode + " " + csv_cell(bound.value));
+        if (!field) {
+          std::vector<double> file_fills;
+          field = load_field({f.input, "", f.type, f.dims, a.slowest_first, 1}, storage, &file_fills);
+          fills = fill_values_for(fill_args, file_fills);
+        }
+        const Graph graph = fills.empty() || bound.mode == ErrorMode::lossless || !config_graph.has_predictor()
+                                ? config_graph
+                                : config_graph.with_fill_values(fills);
         const nlohmann::json r = round_trip_report(graph, *field, bound, device, a.repeat, [] {});
         row.update(r);
         row["dims"] = field->dims.to_string();

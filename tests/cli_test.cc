@@ -72,6 +72,38 @@ TEST_F(Cli, CompressDecompressRoundTripHoldsTheBound) {
             0u);
 }
 
+TEST_F(Cli, FillValuesComeBackExactlyAndStayOutOfTheRange) {
+  std::vector<float> v(60 * 50);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = (i % 60) > 40 ? -999.f : float(std::sin(0.1 * double(i)));
+  std::ofstream(path("f.f32"), std::ios::binary).write(reinterpret_cast<const char*>(v.data()), std::streamsize(4 * v.size()));
+  const auto compressed = run("compress -i " + path("f.f32") + " -l 60x50 -m rel -e 1e-3 --fill -999 -o " + path("f.fzg"));
+  ASSERT_EQ(compressed.exit_code, 0) << compressed.err;
+  ASSERT_EQ(run("decompress -i " + path("f.fzg") + " -o " + path("f.out")).exit_code, 0);
+  const std::string back = slurp(path("f.out"));
+  ASSERT_EQ(back.size(), 4 * v.size());
+  const auto* b = reinterpret_cast<const float*>(back.data());
+  uint64_t off = 0;
+  for (size_t i = 0; i < v.size(); ++i)
+    off += v[i] == -999.f ? std::memcmp(&v[i], &b[i], 4) != 0 : !(std::fabs(v[i] - b[i]) <= 2e-3);  // rel of [-1, 1]
+  EXPECT_EQ(off, 0u);
+  const auto info = run("info " + path("f.fzg"));
+  EXPECT_TRUE(contains(info.out, "fill_values")) << info.out;
+  EXPECT_TRUE(contains(info.out, "predict.mask")) << info.out;
+  const auto eval = run("eval -i " + path("f.f32") + " -l 60x50 -m rel -e 1e-3 --fill -999 --repeat 1 --json");
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_TRUE(contains(eval.out, "\"missing_points\": 950")) << eval.out;
+}
+
+TEST_F(Cli, BadFillValuesGiveOneLine) {
+  write_field("a.f32", 100);
+  for (const std::string bad : {"--fill sea", "--fill none --fill 1", "--fill 1 --fill 1"}) {
+    const auto r = run("compress -i " + path("a.f32") + " -l 100 -m rel -e 1e-3 " + bad + " -o " + path("a.fzg"));
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_EQ(lines(r.err), 1) << bad << ": " << r.err;
+    EXPECT_FALSE(exists(path("a.fzg"))) << bad;
+  }
+}
+
 TEST_F(Cli, ZyxDimsAreSlowestFirst) {
   write_field("z.f32", 6 * 5 * 4);
   ASSERT_EQ(run("compress -i " + path("z.f32") + " -l 4x5x6 --zyx -m abs -e 0.1 -o " + path("z.fzg")).exit_code, 0);

@@ -24,6 +24,8 @@ python3 - "$dir" <<'PY'
 import sys, numpy as np
 d = sys.argv[1]
 a = np.fromfile(d + "/f32.raw", dtype=np.float32).reshape(10, 20, 30)  # slowest first
+a.reshape(-1)[::37] = -999  # missing points, as the files' _FillValue below says
+a.tofile(d + "/f32.raw")
 b = np.fromfile(d + "/f64.raw", dtype=np.float64).reshape(40, 50)
 np.save(d + "/c.npy", a)
 np.save(d + "/fortran.npy", np.asfortranarray(a.transpose()))  # the same bytes, column-major
@@ -60,9 +62,24 @@ with open(d + "/f.cdl", "w") as f:
             "    temp:_FillValue = -999.f ;\n    temp:units = \"K\" ;\ndata:\n  temp = " + values + " ;\n}\n")
 PY
 ncgen -k nc4 -o "$dir/f.nc" "$dir/f.cdl" || fail "ncgen could not write a NetCDF-4 file"
+# Its _FillValue marks missing points unless --fill says otherwise: the file is the raw field's
+# with --fill -999, and with --fill none the raw field's without.
+"$fzg" compress -i "$dir/f32.raw" -l 30x20x10 -e 1e-3 --fill -999 -o "$dir/raw-fill.fzg" 2>/dev/null ||
+  fail "the raw field did not compress with --fill"
 if err=$("$fzg" compress -i "$dir/f.nc:/temp" -e 1e-3 -o "$dir/nc.fzg" 2>&1); then
-  same "$dir/nc.fzg" "$dir/raw.fzg" "a NetCDF-4 variable"
+  same "$dir/nc.fzg" "$dir/raw-fill.fzg" "a NetCDF-4 variable with its _FillValue"
   [[ "$err" == *"_FillValue -999"* ]] || fail "the NetCDF-4 _FillValue was not reported: $err"
+  "$fzg" compress -i "$dir/f.nc:/temp" -e 1e-3 --fill none -o "$dir/nc-none.fzg" 2>/dev/null
+  same "$dir/nc-none.fzg" "$dir/raw.fzg" "a NetCDF-4 variable with --fill none"
+  "$fzg" decompress -i "$dir/nc.fzg" -o "$dir/nc.out" 2>/dev/null
+  python3 - "$dir" <<'PY' || fail "the NetCDF-4 variable's missing points did not come back exactly"
+import sys, numpy as np
+d = sys.argv[1]
+a, b = np.fromfile(d + "/f32.raw", dtype=np.float32), np.fromfile(d + "/nc.out", dtype=np.float32)
+missing = a == np.float32(-999)
+assert missing.sum() > 100 and (b[missing] == a[missing]).all()
+assert np.abs(b[~missing] - a[~missing]).max() <= 1e-3 * (a[~missing].max() - a[~missing].min())
+PY
   echo "NetCDF-4 input: ok"
 elif [[ "$err" == *"built without HDF5"* ]]; then
   echo "NetCDF-4 input: not tested (this fzg has no HDF5)"
@@ -83,7 +100,7 @@ with h5py.File(d + "/f.h5", "w") as f:
     v.attrs["_FillValue"] = np.float32(-999)
 PY
 if err=$("$fzg" compress -i "$dir/f.h5:/ocean/temp" -e 1e-3 -o "$dir/h5.fzg" 2>&1); then
-  same "$dir/h5.fzg" "$dir/raw.fzg" "an HDF5 dataset"
+  same "$dir/h5.fzg" "$dir/raw-fill.fzg" "an HDF5 dataset with its _FillValue"
   [[ "$err" == *"_FillValue -999"* ]] || fail "the _FillValue was not reported: $err"
   one_line_error compress -i "$dir/f.h5:/ocean/none" -o "$dir/x.fzg"
   echo ".npy and HDF5 inputs: ok"
