@@ -310,10 +310,32 @@ __device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_start
                                 uint16_t* slot, uint32_t* runs, unsigned long long* run_total) {
   constexpr uint32_t volume = TX * TY * TZ, per = volume / block_threads, slice = mask_slice_keys(TX, TY, TZ);
   __syncthreads();
+  // Most tiles are all sea or all land: one symbol, whose runs are known without a scan (the
+  // same runs the general path finds).
+  const uint32_t first = threadIdx.x * per, uniform_symbol = tile_symbols[0];
+  bool mine_uniform = true;
+#pragma unroll
+  for (uint32_t i = 0; i < per; ++i) mine_uniform = mine_uniform && tile_symbols[first + i] == uniform_symbol;
+  if (__syncthreads_and(mine_uniform)) {
+    if (threadIdx.x == 0) {
+      uint32_t total = 1;
+      if (uniform_symbol == 0) {
+        slot[0] = mask_run(volume, 0);
+      } else if (slice) {
+        slot[0] = mask_run(slice, uniform_symbol + 1);
+        slot[1] = mask_run(volume - slice, 0);
+        total = 2;
+      } else {
+        slot[0] = mask_run(volume, uniform_symbol + 1);
+      }
+      *runs = total;
+      atomicAdd(run_total, static_cast<unsigned long long>(total));
+    }
+    return;  // the caller's barrier comes before the next tile's symbols
+  }
   auto difference = [&](uint32_t l) {
     return mask_difference(tile_symbols[l], slice && l >= slice ? tile_symbols[l - slice] : 0u);
   };
-  const uint32_t first = threadIdx.x * per;
   uint32_t starts = 0;
 #pragma unroll
   for (uint32_t i = 0; i < per; ++i) {
@@ -555,6 +577,25 @@ struct MaskSource {
   MissingValues missing;
 };
 
+// The one symbol of a tile whose runs say all its points have it (the runs write_mask_runs
+// gives a uniform tile), else no_uniform_symbol. Uniform across the block.
+constexpr uint32_t no_uniform_symbol = ~0u;
+template <int TX, int TY, int TZ>
+__device__ uint32_t uniform_mask_symbol(const MaskSource& mask, uint32_t tile) {
+  constexpr uint32_t volume = TX * TY * TZ, slice = mask_slice_keys(TX, TY, TZ);
+  const uint64_t first = mask.tile_first[tile], count = mask.tile_first[tile + 1] - first;
+  if (count == 1) {
+    const uint32_t d = mask_run_difference(mask.runs[first]);
+    return d ? d - 1 : 0;  // every key the same difference: d - 1 everywhere, or 0 from the start
+  }
+  if (count == 2 && slice) {
+    const uint16_t a = mask.runs[first], b = mask.runs[first + 1];
+    if (mask_run_length(a) == slice && mask_run_difference(b) == 0 && mask_run_length(b) == volume - slice)
+      return mask_run_difference(a) ? mask_run_difference(a) - 1 : 0;  // the first slice sets it, the rest repeat it
+  }
+  return no_uniform_symbol;
+}
+
 // What expand_mask keeps in shared memory: the tile's runs' first keys and differences.
 template <int TX, int TY, int TZ>
 struct MaskRunsShared {
@@ -666,13 +707,25 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
       field[p.global(g, lx, ly, lz) - g.field_first] = reinterpret_cast<const T*>(o.exact_values)[i];
     }
     if (mask.runs) {
-      // The tile's fill values (every thread reads every run of its tile).
-      expand_mask<TX, TY, TZ>(mask, tile, mask_runs, mask_symbols);
-      for (uint32_t k = threadIdx.x; k < TX * TY * TZ; k += block_threads) {
-        uint32_t lx, ly, lz;
-        split<TX, TY>(k, lx, ly, lz);
-        if (mask_symbols[k] && p.inside(lx, ly, lz))
-          field[p.global(g, lx, ly, lz) - g.field_first] = mask.missing.value_of<T>(mask_symbols[k]);
+      const uint32_t symbol = uniform_mask_symbol<TX, TY, TZ>(mask, tile);
+      if (symbol != no_uniform_symbol) {
+        // All sea or all land (most tiles): no expansion.
+        if (symbol) {
+          const T value = mask.missing.value_of<T>(symbol);
+          const Strip<TX, TY, TZ> strip(g, p);
+          T* dst = field + (strip.global0 - g.field_first);
+#pragma unroll
+          for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step)
+            if (strip.inside(k)) *dst = value;
+        }
+      } else {
+        expand_mask<TX, TY, TZ>(mask, tile, mask_runs, mask_symbols);
+        for (uint32_t k = threadIdx.x; k < TX * TY * TZ; k += block_threads) {
+          uint32_t lx, ly, lz;
+          split<TX, TY>(k, lx, ly, lz);
+          if (mask_symbols[k] && p.inside(lx, ly, lz))
+            field[p.global(g, lx, ly, lz) - g.field_first] = mask.missing.value_of<T>(mask_symbols[k]);
+        }
       }
     }
     __syncthreads();
