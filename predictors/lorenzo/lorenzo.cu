@@ -662,6 +662,17 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
   __shared__ MaskRunsShared<TX, TY, TZ> mask_runs;
   for (uint32_t tile = g.first_tile + blockIdx.x; tile < g.end_tile; tile += gridDim.x) {
     const TilePlace<TX, TY, TZ> p(g, tile);
+    // A tile all of one fill value (inland) is its fill value: its codes are not even read.
+    const uint32_t uniform = mask.runs ? uniform_mask_symbol<TX, TY, TZ>(mask, tile) : 0u;
+    if (uniform != 0 && uniform != no_uniform_symbol) {
+      const T value = mask.missing.value_of<T>(uniform);
+      const Strip<TX, TY, TZ> strip(g, p);
+      T* dst = field + (strip.global0 - g.field_first);
+#pragma unroll
+      for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step)
+        if (strip.inside(k)) *dst = value;
+      continue;  // uniform across the block, and no shared memory touched
+    }
     const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
     const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
     // Interior tiles (most of a large field) skip every per-point bounds test.
@@ -706,26 +717,13 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
       split<TX, TY>(uint32_t(o.exact_keys[i] - p.key0), lx, ly, lz);
       field[p.global(g, lx, ly, lz) - g.field_first] = reinterpret_cast<const T*>(o.exact_values)[i];
     }
-    if (mask.runs) {
-      const uint32_t symbol = uniform_mask_symbol<TX, TY, TZ>(mask, tile);
-      if (symbol != no_uniform_symbol) {
-        // All sea or all land (most tiles): no expansion.
-        if (symbol) {
-          const T value = mask.missing.value_of<T>(symbol);
-          const Strip<TX, TY, TZ> strip(g, p);
-          T* dst = field + (strip.global0 - g.field_first);
-#pragma unroll
-          for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step)
-            if (strip.inside(k)) *dst = value;
-        }
-      } else {
-        expand_mask<TX, TY, TZ>(mask, tile, mask_runs, mask_symbols);
-        for (uint32_t k = threadIdx.x; k < TX * TY * TZ; k += block_threads) {
-          uint32_t lx, ly, lz;
-          split<TX, TY>(k, lx, ly, lz);
-          if (mask_symbols[k] && p.inside(lx, ly, lz))
-            field[p.global(g, lx, ly, lz) - g.field_first] = mask.missing.value_of<T>(mask_symbols[k]);
-        }
+    if (mask.runs && uniform == no_uniform_symbol) {  // a coastal tile (all sea needs nothing)
+      expand_mask<TX, TY, TZ>(mask, tile, mask_runs, mask_symbols);
+      for (uint32_t k = threadIdx.x; k < TX * TY * TZ; k += block_threads) {
+        uint32_t lx, ly, lz;
+        split<TX, TY>(k, lx, ly, lz);
+        if (mask_symbols[k] && p.inside(lx, ly, lz))
+          field[p.global(g, lx, ly, lz) - g.field_first] = mask.missing.value_of<T>(mask_symbols[k]);
       }
     }
     __syncthreads();
