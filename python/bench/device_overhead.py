@@ -6,9 +6,10 @@ timed the same way: CUDA events on one stream around the call, warm-up, then the
 
 The C calls are made in this process, through ctypes, on the C API the extension itself
 exports (fzg_compress_to_buffer, fzg_decompress_to_buffer, fzg_decompress into the same
-`out`), interleaved with the package's calls in alternating order: both sides see the same
-clocks, memory pool and helper threads. (Separate processes, as fzg_capi_device_timing gives,
-drifted by up to 15 % between runs; its medians are printed too.)
+`out`), interleaved with the package's calls (and the extension's methods alone) in rotating
+order: every side sees the same clocks, memory pool and helper threads. (Separate processes,
+as fzg_capi_device_timing gives, drifted by up to 15 % between runs; its medians are printed
+too.)
 
   python3 python/bench/device_overhead.py --fzg build/fzg --capi build/fzg_capi_device_timing \\
           [--dims 500x500x400] [--rel 1e-3] [--repeat 30]
@@ -70,19 +71,18 @@ class CApi:
         if status != 0:
             raise RuntimeError(self.lib.fzg_last_error(self.ctx).decode())
 
-    def compress_to_buffer(self, field):
-        dims = (ctypes.c_size_t * 3)(*field.shape[::-1])
-        self.check(self.lib.fzg_compress_to_buffer(self.ctx, field.data.ptr, FZG_F32, dims, 3,
-                                                   ctypes.byref(self.buffer)))
+    # Addresses and sizes are made before the timed calls, as a C caller has them.
+    def compress_to_buffer(self, field, dims):
+        self.check(self.lib.fzg_compress_to_buffer(self.ctx, field, FZG_F32, dims, 3, ctypes.byref(self.buffer)))
         return self.buffer.value
 
-    def decompress_to_buffer(self, file):
-        self.check(self.lib.fzg_decompress_to_buffer(self.ctx, file.data.ptr, file.size, ctypes.byref(self.buffer),
+    def decompress_to_buffer(self, file, size):
+        self.check(self.lib.fzg_decompress_to_buffer(self.ctx, file, size, ctypes.byref(self.buffer),
                                                      ctypes.byref(self.info)))
         return self.buffer.value
 
-    def decompress(self, file, out):
-        self.check(self.lib.fzg_decompress(self.ctx, file.data.ptr, file.size, out.data.ptr, out.nbytes))
+    def decompress(self, file, size, out, capacity):
+        self.check(self.lib.fzg_decompress(self.ctx, file, size, out, capacity))
 
     def free(self, buffer):
         self.lib.fzg_buffer_free(buffer)
@@ -100,20 +100,20 @@ def timed(call, stream, start, stop, release=None):
     return cupy.cuda.get_elapsed_time(start, stop)
 
 
-def interleaved_medians(pairs, stream, repeat, warm_up=3):
-    """{name: (C median, Python median)}: each round times every pair's C call and Python call
-    back to back, C first in even rounds and Python first in odd ones."""
+def interleaved_medians(calls, stream, repeat, warm_up=3):
+    """{name: [median per side]}: each round times every side of every call back to back
+    (C API, binding, package), in an order rotated from round to round."""
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    samples = {name: ([], []) for name in pairs}
+    samples = {name: [[] for _ in sides] for name, sides in calls.items()}
     for i in range(warm_up + repeat):
-        for name, sides in pairs.items():
-            order = (0, 1) if i % 2 == 0 else (1, 0)
-            for side in order:
+        for name, sides in calls.items():
+            for k in range(len(sides)):
+                side = (i + k) % len(sides)
                 call, release = sides[side]
                 ms = timed(call, stream, start, stop, release)
                 if i >= warm_up:
                     samples[name][side].append(ms)
-    return {name: (statistics.median(c), statistics.median(p)) for name, (c, p) in samples.items()}
+    return {name: [statistics.median(times) for times in sides] for name, sides in samples.items()}
 
 
 def main():
@@ -143,18 +143,30 @@ def main():
         c = CApi(stream, args.rel)
         file = fzg.compress(field, rel=args.rel, stream=stream)
         out = cupy.empty_like(field)
-        drop = lambda result: None  # the Python result goes with the reference
+        # The extension's methods alone, settings made once: what the package's Python adds on top.
+        binding = _fzg.Context()
+        binding.set_default_config()
+        binding.set_bound(FZG_REL, args.rel)
+        binding.set_device(FZG_DEVICE_CUDA)
+        binding.set_stream(stream.ptr)
+        binding.set_locations(FZG_DEVICE_MEMORY, FZG_DEVICE_MEMORY)
+        dims = list(field.shape[::-1])
+        c_dims = (ctypes.c_size_t * 3)(*dims)
+        field_ptr, file_ptr, out_ptr = field.data.ptr, file.data.ptr, out.data.ptr
+        file_size, out_size = int(file.size), int(out.nbytes)
+        drop = lambda result: None  # a Python result goes with its last reference
         medians = interleaved_medians({
-            "compress": ((lambda: c.compress_to_buffer(field), c.free),
+            "compress": ((lambda: c.compress_to_buffer(field_ptr, c_dims), c.free),
+                         (lambda: binding.compress_to_buffer(field_ptr, FZG_F32, dims), drop),
                          (lambda: fzg.compress(field, rel=args.rel, stream=stream), drop)),
-            "decompress": ((lambda: c.decompress_to_buffer(file), c.free),
+            "decompress": ((lambda: c.decompress_to_buffer(file_ptr, file_size), c.free),
+                           (lambda: binding.decompress_to_buffer(file_ptr, file_size, True), drop),
                            (lambda: fzg.decompress(file, stream=stream), drop)),
-            "decompress(out=)": ((lambda: c.decompress(file, out), None),
+            "decompress(out=)": ((lambda: c.decompress(file_ptr, file_size, out_ptr, out_size), None),
+                                 (lambda: binding.decompress(file_ptr, file_size, out_ptr, out_size), None),
                                  (lambda: fzg.decompress(file, out=out, stream=stream), None)),
         }, stream, args.repeat)
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        into_ms = statistics.median(timed(lambda: c.decompress(file, out), stream, start, stop)
-                                    for _ in range(args.repeat))
         info_ms = statistics.median(timed(lambda: fzg.info(file), stream, start, stop) for _ in range(args.repeat))
         if args.profile:  # where the host time of the package's calls goes
             profile = cProfile.Profile()
@@ -169,19 +181,18 @@ def main():
     c_calls = {"compress": "fzg_compress_to_buffer", "decompress": "fzg_decompress_to_buffer",
                "decompress(out=)": "fzg_decompress"}
     report = {"values": field.size, "file_bytes": int(file.size), "repeat": args.repeat,
-              "medians_ms": {name: {"c": cm, "python": pm} for name, (cm, pm) in medians.items()},
-              "overhead": {name: pm / cm - 1 for name, (cm, pm) in medians.items()},
-              "c_decompress_into_ms": into_ms, "info_ms": info_ms, "capi_process": process}
+              "medians_ms": {name: dict(zip(("c", "binding", "python"), sides)) for name, sides in medians.items()},
+              "overhead": {name: sides[2] / sides[0] - 1 for name, sides in medians.items()},
+              "info_ms": info_ms, "capi_process": process}
     if args.json:
         print(json.dumps(report))
         return
     print(f"{field.size / 1e6:.0f} M f32 values, rel {args.rel}, file {file.size / 1e6:.1f} MB, median of "
-          f"{args.repeat} (CUDA events, C and Python interleaved)")
-    print(f"{'call':<18}{'C API call':<26}{'C ms':>8}{'Python ms':>11}{'overhead':>10}")
-    for name, (cm, pm) in medians.items():
-        print(f"{name:<18}{c_calls[name]:<26}{cm:>8.3f}{pm:>11.3f}{100 * (pm / cm - 1):>9.1f}%")
-    print(f"fzg_decompress into out alone: {into_ms:.3f} ms (fzg_decompress_to_buffer: "
-          f"{medians['decompress'][0]:.3f} ms); fzg.info of the device file: {info_ms:.3f} ms")
+          f"{args.repeat} (CUDA events; C, binding and package interleaved)")
+    print(f"{'call':<18}{'C API call':<26}{'C ms':>8}{'binding ms':>12}{'Python ms':>11}{'overhead':>10}")
+    for name, (cm, bm, pm) in medians.items():
+        print(f"{name:<18}{c_calls[name]:<26}{cm:>8.3f}{bm:>12.3f}{pm:>11.3f}{100 * (pm / cm - 1):>9.1f}%")
+    print(f"fzg.info of the device file alone: {info_ms:.3f} ms (what reading it before fzg_decompress added)")
     if process:
         print("fzg_capi_device_timing (its own process): " +
               ", ".join(f"{k} {v:.3f} ms" for k, v in process.items() if k.endswith("_ms")))
