@@ -124,6 +124,15 @@ fzg_status fzg_decompress_to_buffer(fzg_context* ctx, const void* file, size_t f
 /* Decompresses `file` into `output`, of `capacity` bytes (at least info.original_bytes). */
 fzg_status fzg_decompress(fzg_context* ctx, const void* file, size_t file_size, void* output, size_t capacity);
 
+/* Like fzg_decompress, into an `output` that holds a field of `dtype` and dims[0] x ... x
+ * dims[rank-1] values (fastest first): a file that holds another field fails with
+ * FZG_ERROR_INVALID_ARGUMENT before anything is written. `info`, when not NULL, gets the
+ * file's info once its metadata is read (on success, and on such a mismatch); info->rank is
+ * 0 when it was not read. The metadata is read once, where fzg_file_info_of then
+ * fzg_decompress read it twice (from device memory: a copy and a synchronization each). */
+fzg_status fzg_decompress_as(fzg_context* ctx, const void* file, size_t file_size, fzg_dtype dtype,
+                             const size_t* dims, int rank, void* output, fzg_file_info* info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -255,4 +255,30 @@ fzg_status fzg_decompress(fzg_context* ctx, const void* file, size_t file_size, 
   });
 }
 
+fzg_status fzg_decompress_as(fzg_context* ctx, const void* file, size_t file_size, fzg_dtype dtype,
+                             const size_t* dims, int rank, void* output, fzg_file_info* info) {
+  if (info) *info = fzg_file_info{};
+  return guarded(ctx, [&] {
+    require(file && output && dims, "file, output and dims must not be NULL");
+    require(rank >= 1 && rank <= 3, "rank " + std::to_string(rank) + " is not 1, 2 or 3");
+    const DType expected = dtype_of(dtype);
+    // The caller's extents as given (a zero or an overflowing product simply never matches).
+    uint64_t extents[3] = {1, 1, 1}, count = 1;
+    for (int i = 0; i < rank; ++i) extents[i] = dims[i], count *= dims[i];
+    DecompressOptions options = options_of(ctx);
+    options.check_header = [&](const Header& h) {
+      if (info) *info = info_of(h);
+      const bool same = h.dtype == expected && h.dims.rank == rank && h.dims.x == extents[0] &&
+                        h.dims.y == extents[1] && h.dims.z == extents[2];
+      if (!same)
+        fail(ErrorCode::invalid_argument, "the file holds " + h.dims.to_string() + " " + to_string(h.dtype) +
+                                              " values; the output is for " +
+                                              Dims{extents[0], extents[1], extents[2], rank}.to_string() + " " +
+                                              to_string(expected) + " values");
+    };
+    decompress_into(Buffer::view(const_cast<void*>(file), file_size, ctx->file_where), output,
+                    count * dtype_size(expected), options);
+  });
+}
+
 }  // extern "C"

@@ -616,12 +616,18 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
     lanes = lanes_within(lanes, chunk_need(plan->chunk_dims(first).count() * value_bytes), budget - resident);
   }
   std::mutex output_mutex;
-  auto output = [&]() -> Buffer {
+  bool allocated_here = false;
+  // The field for a chunk decoded on `lane`. A field fzg allocates is stream-ordered on
+  // base.stream, and the lanes write it on their own streams: each lane's stream waits for
+  // the allocation on the GPU. (A host synchronization here stalled every decode into memory
+  // fzg allocates, fzg_decompress_to_buffer's, behind the checksum kernels.)
+  auto output = [&](cudaStream_t lane) -> Buffer {
     std::lock_guard<std::mutex> lock(output_mutex);
     if (!data.data()) {
       data = allocate(options.output, field_bytes, base.stream);
-      if (data.on_device() && lanes > 1) synchronize(base.stream);  // the lanes write it on their streams
+      allocated_here = true;
     }
+    if (allocated_here && data.on_device()) stream_wait(lane, base.stream);
     return data;
   };
   const size_t per_chunk = graph.stored().size();
@@ -633,7 +639,7 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
     for (size_t s = 0; s < per_chunk; ++s) streams.push_back(move_to(views[i * per_chunk + s], compute, lane));
     Buffer staging;
     auto target = [&] {
-      if (direct) return output().slice(at, bytes);
+      if (direct) return output(lane).slice(at, bytes);
       staging = allocate(compute, bytes, lane);
       return staging;
     };
@@ -644,15 +650,15 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
         // Through the kept page-locked buffers: a plain copy into pageable memory runs at a
         // fraction of the link's speed below the size where copy_bytes stages on its own.
         StagedDownload download(lane);
-        download.add(output().data() + at, staging.data(), bytes);
+        download.add(output(lane).data() + at, staging.data(), bytes);
         download.finish();
       } else {
-        copy_bytes(output().data() + at, options.output, staging.data(), staging.location(), bytes, lane);
+        copy_bytes(output(lane).data() + at, options.output, staging.data(), staging.location(), bytes, lane);
       }
       times.stop("download");
     }
   });
-  output();  // an empty field
+  output(base.stream);  // an empty field
   if (source.on_device()) verify(pending);
   synchronize(base.stream);
   trace::mark("checksums compared");
@@ -672,6 +678,7 @@ Decompressed decompress_to(const Buffer& file_in, const DecompressOptions& optio
   Container c = read_container(source, options.stream);
   trace::mark("metadata read");
   const CheckedGraph checked = checked_graph(c);
+  if (options.check_header) options.check_header(c.header);
   return decode_chunks(c, checked, source, 0, 0, c.chunks.size(), options, destination);
 }
 
@@ -703,6 +710,7 @@ Decompressed decompress_box(const FileReader& read, uint64_t file_bytes, const B
   read(0, metadata.size(), metadata.data());
   Container c = read_metadata(metadata.data(), metadata.size(), file_bytes);
   const CheckedGraph checked = checked_graph(c);
+  if (options.check_header) options.check_header(c.header);
   const Dims& dims = c.header.dims;
   Box box = box_in;
   box.x1 = std::min(box.x1, dims.x), box.y1 = std::min(box.y1, dims.y), box.z1 = std::min(box.z1, dims.z);

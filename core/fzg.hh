@@ -56,6 +56,11 @@ struct DecompressOptions {
   // Device bytes the call may hold (0: the device's free memory). Decompressing to the host
   // holds a few chunks; to the device, the field too.
   uint64_t device_memory_budget = 0;
+  // When given: called with the file's header once the metadata is read and checked, before
+  // anything is decoded or written. A caller that expects a certain field throws here, where
+  // inspecting the file first would read its metadata twice (from device memory, a copy to
+  // the host and a synchronization each time).
+  std::function<void(const Header&)> check_header;
 };
 
 struct Decompressed {

@@ -162,4 +162,15 @@ void lanes_wait_for(cudaStream_t stream) {
 #endif
 }
 
+void stream_wait(cudaStream_t waiter, cudaStream_t stream) {
+#ifdef FZG_HAVE_CUDA
+  if (waiter == stream) return;
+  cudaEvent_t e = record(stream);
+  wait(waiter, e);
+  FZG_CUDA_CHECK(cudaEventDestroy(e));  // released once the wait is done
+#else
+  (void)waiter, (void)stream;
+#endif
+}
+
 }  // namespace fzg

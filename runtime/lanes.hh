@@ -25,4 +25,8 @@ void run_in_lanes(Device device, cudaStream_t stream, uint64_t count, unsigned l
 // `stream` still reads are then not reused before that reading is done.
 void lanes_wait_for(cudaStream_t stream);
 
+// Makes `waiter` wait for the work queued on `stream` so far, on the GPU: the host goes on.
+// Nothing to do without CUDA or when they are the same stream.
+void stream_wait(cudaStream_t waiter, cudaStream_t stream);
+
 }  // namespace fzg

@@ -2,6 +2,7 @@
 stream that orders them. numpy (and anything numpy.asarray takes) on the host; cupy, torch
 and anything else with __cuda_array_interface__ or a CUDA DLPack device on the GPU, never
 copied to the host."""
+import math
 from typing import Any, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -25,7 +26,7 @@ class Field(NamedTuple):
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize  # numpy.prod costs microseconds per call
 
     @property
     def dims(self) -> list:
@@ -91,9 +92,12 @@ def _from_dlpack_on_device(obj):
 
 def device_view(obj) -> Tuple[Field, bool]:
     """A device array as it is, and whether it is C-contiguous."""
-    if not hasattr(obj, "__cuda_array_interface__"):
+    # Read once: an array's interface is a property that builds a new dict at every access
+    # (cupy's names the current stream too).
+    interface = getattr(obj, "__cuda_array_interface__", None)
+    if interface is None:
         obj = _from_dlpack_on_device(obj)
-    interface = obj.__cuda_array_interface__
+        interface = obj.__cuda_array_interface__
     dtype, shape = np.dtype(interface["typestr"]), tuple(interface["shape"])
     strides = interface.get("strides")
     contiguous = strides is None or tuple(strides) == _c_strides(shape, dtype.itemsize)

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -147,6 +148,26 @@ class Context {
     return py::make_tuple(std::make_unique<OwnedFile>(field, on_device), info_dict(info));
   }
 
+  // Into caller memory that holds a field of `dtype` and `dims` (fastest first), the file's
+  // metadata read once: None once written; the file's info when it holds another field
+  // (nothing written), for the package's own message. Other failures raise.
+  py::object decompress_as(uintptr_t file, size_t size, int dtype, const std::vector<size_t>& dims, uintptr_t output) {
+    fzg_file_info info;
+    fzg_status status;
+    {
+      py::gil_scoped_release unlocked;
+      status = fzg_decompress_as(ctx_, address(file), size, fzg_dtype(dtype), dims.data(), int(dims.size()),
+                                 const_cast<void*>(address(output)), &info);
+    }
+    if (status == FZG_OK) return py::none();
+    const bool other_field =
+        info.rank != 0 && (int(info.dtype) != dtype || size_t(info.rank) != dims.size() ||
+                           !std::equal(dims.begin(), dims.end(), info.dims));
+    if (status == FZG_ERROR_INVALID_ARGUMENT && other_field) return info_dict(info);
+    check(status);
+    return py::none();
+  }
+
   void decompress(uintptr_t file, size_t size, uintptr_t output, size_t capacity) {
     fzg_status status;
     {
@@ -206,5 +227,6 @@ PYBIND11_MODULE(_fzg, m) {
       .def("compress_to_buffer", &Context::compress_to_buffer)
       .def("info", &Context::info)
       .def("decompress", &Context::decompress)
+      .def("decompress_as", &Context::decompress_as)
       .def("decompress_to_buffer", &Context::decompress_to_buffer);
 }

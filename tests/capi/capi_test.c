@@ -85,15 +85,24 @@ static void lossy_round_trips(fzg_context* ctx) {
   free(in);
 }
 
+/* A smooth field of n values (*in, malloc'd) compressed by fzg_compress at abs 0.01 with
+ * ctx's other settings: the file (malloc'd), *size bytes. */
+static unsigned char* compressed_smooth_field(fzg_context* ctx, const size_t* dims, int rank, size_t n, float** in,
+                                              size_t* size) {
+  *in = smooth_field(n);
+  CHECK(fzg_set_bound(ctx, FZG_ABS, 0.01) == FZG_OK);
+  const size_t cap = fzg_max_compressed_size(ctx, FZG_F32, dims, rank);
+  unsigned char* file = malloc(cap);
+  CHECK(fzg_compress(ctx, *in, FZG_F32, dims, rank, file, cap, size) == FZG_OK);
+  return file;
+}
+
 /* A file fzg allocates holds the bytes fzg_compress writes, and decompresses. */
 static void compress_to_buffer(fzg_context* ctx, int on_device) {
   const size_t dims[2] = {300, 200}, n = 300 * 200;
-  float* in = smooth_field(n);
-  CHECK(fzg_set_bound(ctx, FZG_ABS, 0.01) == FZG_OK);
-  const size_t cap = fzg_max_compressed_size(ctx, FZG_F32, dims, 2);
-  unsigned char* expected = malloc(cap);
+  float* in = NULL;
   size_t size = 0;
-  CHECK(fzg_compress(ctx, in, FZG_F32, dims, 2, expected, cap, &size) == FZG_OK);
+  unsigned char* expected = compressed_smooth_field(ctx, dims, 2, n, &in, &size);
   fzg_buffer* file = NULL;
   if (on_device) CHECK(fzg_set_locations(ctx, FZG_HOST_MEMORY, FZG_DEVICE_MEMORY) == FZG_OK);
   CHECK(fzg_compress_to_buffer(ctx, in, FZG_F32, dims, 2, &file) == FZG_OK && file != NULL);
@@ -122,6 +131,48 @@ static void compress_to_buffer(fzg_context* ctx, int on_device) {
   CHECK(fzg_compress_to_buffer(ctx, in, FZG_F32, dims, 4, &file) == FZG_ERROR_INVALID_ARGUMENT && file == NULL);
   free(out);
   free(expected);
+  free(in);
+}
+
+/* fzg_decompress_as writes the field fzg_decompress writes when the file holds the field it
+ * names, and otherwise nothing, reporting the file's info for the caller's message. */
+static void decompress_as(fzg_context* ctx) {
+  const size_t dims[3] = {40, 30, 20}, n = 40 * 30 * 20;
+  float* in = NULL;
+  size_t size = 0;
+  unsigned char* file = compressed_smooth_field(ctx, dims, 3, n, &in, &size);
+  float* expected = malloc(n * sizeof *expected);
+  float* out = malloc(n * sizeof *out);
+  CHECK(fzg_decompress(ctx, file, size, expected, n * sizeof *expected) == FZG_OK);
+  fzg_file_info info;
+  CHECK(fzg_decompress_as(ctx, file, size, FZG_F32, dims, 3, out, &info) == FZG_OK);
+  CHECK(memcmp(out, expected, n * sizeof *out) == 0);
+  CHECK(info.rank == 3 && info.dims[0] == 40 && info.dims[2] == 20 && info.dtype == FZG_F32 && info.mode == FZG_ABS);
+  CHECK(info.original_bytes == n * sizeof(float) && info.absolute_bound == 0.01);
+  CHECK(fzg_decompress_as(ctx, file, size, FZG_F32, dims, 3, out, NULL) == FZG_OK);
+
+  /* Another field: refused before anything is written, with the file's info. */
+  const size_t swapped[3] = {20, 30, 40}, flat[2] = {1200, 20}, zero[3] = {40, 0, 20};
+  const struct { fzg_dtype dtype; const size_t* dims; int rank; } others[] = {
+      {FZG_I32, dims, 3}, {FZG_F32, swapped, 3}, {FZG_F32, flat, 2}, {FZG_F32, zero, 3}};
+  for (size_t k = 0; k < sizeof others / sizeof others[0]; ++k) {
+    memset(out, 0x5a, n * sizeof *out);
+    CHECK(fzg_decompress_as(ctx, file, size, others[k].dtype, others[k].dims, others[k].rank, out, &info) ==
+          FZG_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(fzg_last_error(ctx), "the file holds 40x30x20 f32 values") != NULL);
+    CHECK(info.rank == 3 && info.dims[0] == 40 && info.dims[1] == 30 && info.dtype == FZG_F32);
+    int untouched = 1;
+    for (size_t i = 0; i < n * sizeof *out; ++i) untouched &= ((unsigned char*)out)[i] == 0x5a;
+    CHECK(untouched);
+  }
+  /* Errors before the metadata is read leave info->rank 0. */
+  CHECK(fzg_decompress_as(ctx, file, size / 2, FZG_F32, dims, 3, out, &info) == FZG_ERROR_CORRUPT_DATA && info.rank == 0);
+  CHECK(fzg_decompress_as(ctx, file, size, FZG_F32, dims, 4, out, &info) == FZG_ERROR_INVALID_ARGUMENT && info.rank == 0);
+  CHECK(fzg_decompress_as(ctx, file, size, FZG_F32, dims, 3, NULL, &info) == FZG_ERROR_INVALID_ARGUMENT && info.rank == 0);
+  CHECK(fzg_decompress_as(ctx, file, size, (fzg_dtype)0, dims, 3, out, &info) == FZG_ERROR_INVALID_ARGUMENT);
+  free(out);
+  free(expected);
+  free(file);
   free(in);
 }
 
@@ -192,12 +243,14 @@ int main(void) {
   CHECK(fzg_set_device(ctx, FZG_DEVICE_CPU) == FZG_OK);
   lossy_round_trips(ctx);
   compress_to_buffer(ctx, 0);
+  decompress_as(ctx);
   lossless_bytes(ctx);
   errors_are_statuses(ctx);
   if (fzg_cuda_available()) {
     CHECK(fzg_set_device(ctx, FZG_DEVICE_CUDA) == FZG_OK);
     lossy_round_trips(ctx);
     compress_to_buffer(ctx, 1);
+    decompress_as(ctx);
     lossless_bytes(ctx);
     printf("C API: CPU and CUDA checked\n");
   } else {

@@ -157,13 +157,20 @@ def test_decompress_into_out():
     (np.empty((16, 24, 31), np.float32), ValueError, r"out has shape \(16, 24, 31\); the file holds \(16, 24, 32\)"),
     (np.empty((16 * 24 * 32,), np.float32), ValueError, "out has shape"),
     (np.empty((16, 24, 32), np.float64), TypeError, "out has dtype float64; the file holds float32"),
+    (np.empty((32, 24, 16), np.float32), ValueError, r"out has shape \(32, 24, 16\)"),  # the same bytes
+    (np.empty((16, 24, 32), np.int32), TypeError, "out has dtype int32"),  # the same bytes
+    (np.empty((16, 24, 32), np.float16), TypeError, "out has dtype float16"),  # no fzg dtype
+    (np.empty((2, 8, 24, 32), np.float32), ValueError, "out has shape"),  # no fzg rank
+    (np.empty((16, 24, 32), ">f4"), TypeError, "out has dtype >f4"),
     (np.empty((32, 24, 16), np.float32).T, ValueError, "C-contiguous"),
     ([0.0] * 10, TypeError, "numpy array"),
 ])
 def test_decompress_into_a_wrong_out_is_refused(out, error, message):
     file = fzg.compress(smooth((16, 24, 32)), abs=1e-3)
+    before = np.array(out, copy=True)
     with pytest.raises(error, match=message):
         fzg.decompress(file, out=out)
+    assert np.array_equal(np.asarray(out), before, equal_nan=True), "a refused out is left as it was"
 
 
 def test_decompress_into_read_only_out_is_refused():

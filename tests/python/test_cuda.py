@@ -80,6 +80,11 @@ def test_decompress_into_a_device_out_and_wrong_outs():
         fzg.decompress(file, out=cupy.zeros((16, 32, 48), cupy.float64))
     with pytest.raises(ValueError, match="C-contiguous"):
         fzg.decompress(file, out=cupy.zeros((48, 32, 16), cupy.float32).T)
+    # The same bytes as another array: refused before anything is written.
+    for other in (cupy.zeros((48, 32, 16), cupy.float32), cupy.zeros((16, 32, 48), cupy.int32)):
+        with pytest.raises((ValueError, TypeError), match="out has"):
+            fzg.decompress(file, out=other)
+        assert not bool(other.any())
 
 
 def test_host_files_decompress_onto_the_device_and_device_files_report_info():
@@ -149,6 +154,8 @@ def test_no_device_to_host_copy_of_the_field():
     # device file into a host array brings the field's size over.
     to_host = SETUP + "import numpy; fzg.decompress(fzg.compress(x, rel=1e-3), out=numpy.empty(x.shape, numpy.float32))"
     assert copied_to_host(to_host) >= FIELD_BYTES
-    # A compress, info and decompress of the same field bring a few KiB of metadata and sizes.
-    round_trip = SETUP + "f = fzg.compress(x, rel=1e-3); fzg.info(f); y = fzg.decompress(f); y.sum()"
+    # A compress, info and decompress (into fzg's array and into out=) of the same field bring a
+    # few KiB of metadata and sizes.
+    round_trip = SETUP + ("f = fzg.compress(x, rel=1e-3); fzg.info(f); y = fzg.decompress(f); y.sum(); "
+                          "fzg.decompress(f, out=cupy.empty_like(x))")
     assert copied_to_host(round_trip) < FIELD_BYTES // 1000
