@@ -65,7 +65,10 @@ double tile_bytes(const WindowGrid& g, uint32_t tx, uint32_t ty, uint32_t tz, si
   const double px = double(tx - 1) * g.shift + g.wx, py = double(ty - 1) * g.shift + g.wy,
                pz = double(tz - 1) * g.shift + g.wz;
   const double columns = std::ceil(px / g.shift);
-  return 2.0 * double(value_bytes) * pz * py * g.shift * columns + double(sizeof(uint32_t)) * g.wx;
+  // The offsets' table is padded to whole 16-byte groups: the compiler reads it in pairs
+  // (an 8-byte load at an odd window width's last offset), which compute-sanitizer reported
+  // as a read past the block's shared memory.
+  return 2.0 * double(value_bytes) * pz * py * g.shift * columns + double(sizeof(uint32_t)) * ((g.wx + 3) / 4 * 4);
 }
 
 // A block's windows per axis, the points they cover, and the shared-memory layout of those
