@@ -281,27 +281,36 @@ Graph Graph::with_fill_values(const std::vector<double>& values) const {
 
 Graph Graph::without_predictor() const {
   nlohmann::json config = to_json();
-  std::set<std::string> predictors;
+  std::set<std::string> dropped;                // the predictors, and stages fed by their other outputs
   std::map<std::string, std::string> codes_of;  // "p.codes" -> "input"
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& node : nodes_) {
     if (node.stage->spec().predictor) {
-      predictors.insert(node.id);
+      dropped.insert(node.id);
       codes_of[node.id + "." + node.stage->spec().outputs.at(0).name] = "input";
     }
   }
-  auto from_predictor = [&](const std::string& ref) {
+  auto from_dropped = [&](const std::string& ref) {
     const auto dot = ref.find('.');
-    return dot != std::string::npos && predictors.count(ref.substr(0, dot));
+    return dot != std::string::npos && dropped.count(ref.substr(0, dot));
   };
+  // Stages in topological order: one that codes a predictor's outliers or mask (or what such
+  // a stage made) has nothing to code without the predictor and goes with it.
   for (auto stage : config["stages"]) {
-    if (predictors.count(stage["id"].get<std::string>())) continue;
+    if (dropped.count(stage["id"].get<std::string>())) continue;
+    bool fed_by_dropped = false;
     for (auto& item : stage["inputs"].items()) {
       const std::string ref = item.value().get<std::string>();
       if (codes_of.count(ref)) item.value() = "input";
-      else if (from_predictor(ref))
-        fail(ErrorCode::unsupported, "lossless mode: stage '" + stage["id"].get<std::string>() +
-                                         "' reads a predictor output other than its codes");
+      else fed_by_dropped = fed_by_dropped || from_dropped(ref);
+    }
+    if (fed_by_dropped) {
+      for (const auto& item : stage["inputs"].items())
+        if (codes_of.count(item.value().get<std::string>()) || item.value() == "input")
+          fail(ErrorCode::unsupported, "lossless mode: stage '" + stage["id"].get<std::string>() +
+                                           "' reads the predictor's codes together with its other outputs");
+      dropped.insert(stage["id"].get<std::string>());
+      continue;
     }
     stages.push_back(stage);
   }
@@ -309,7 +318,7 @@ Graph Graph::without_predictor() const {
   for (const auto& ref : config["store"]) {
     const std::string text = ref.get<std::string>();
     if (codes_of.count(text)) store.push_back("input");
-    else if (!from_predictor(text)) store.push_back(text);
+    else if (!from_dropped(text)) store.push_back(text);
   }
   config["stages"] = stages;
   config["store"] = store;

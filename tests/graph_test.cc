@@ -1,4 +1,7 @@
 // The graph loader: valid configs load, and every kind of mistake names what is wrong.
+#include <cmath>
+#include <cstring>
+
 #include "core/graph.hh"
 #include "core/stage.hh"
 #include "test_util.hh"
@@ -106,6 +109,31 @@ TEST(Graph, LosslessVariantFeedsTheInputToTheCodesConsumer) {
   ASSERT_EQ(g.nodes().size(), 2u);
   EXPECT_TRUE(g.nodes()[0].inputs[0].is_input());
   EXPECT_EQ(g.stored().size(), 1u);
+}
+
+TEST(Graph, LosslessVariantDropsTheStagesThatCodeTheOutliersAndTheMask) {
+  // Outliers and the fill-value mask each through a coder of their own: without the predictor
+  // those coders have nothing to code, and the exact fallback of compress() still works.
+  const Graph g = Graph::from_text(R"({"name": "routed", "stages": [
+      {"id": "predict", "type": "lorenzo", "inputs": {"field": "input"}, "params": {"fill": [1e20]}},
+      {"id": "pack", "type": "zero-block", "inputs": {"in": "predict.codes"}},
+      {"id": "outliers", "type": "huffman", "inputs": {"in": "predict.outliers"}, "params": {"symbol": 1}},
+      {"id": "mask", "type": "gpulz", "inputs": {"in": "predict.mask"}},
+      {"id": "again", "type": "zero-block", "inputs": {"in": "mask.out"}}],
+    "store": ["pack.out", "outliers.out", "again.out"]})");
+  const Graph lossless = g.without_predictor();
+  ASSERT_EQ(lossless.nodes().size(), 1u);
+  EXPECT_EQ(lossless.nodes()[0].id, "pack");
+  EXPECT_TRUE(lossless.nodes()[0].inputs[0].is_input());
+  ASSERT_EQ(lossless.stored().size(), 1u);
+  // A bound no lossy file can meet below the field's size: stored exactly, through that graph.
+  std::vector<float> v(3000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = i % 7 ? float(std::sin(double(i))) : 1e20f;
+  CompressOptions options;
+  options.bound = {ErrorMode::abs, 1e-30};
+  const Buffer file = compress(g, {v.data(), Location::host, DType::f32, Dims::make({3000})}, options);
+  const Decompressed out = decompress(file, {});
+  EXPECT_EQ(std::memcmp(out.data.data(), v.data(), 4 * v.size()), 0);
 }
 
 // Every kind of parameter a stage may declare: the value when given, the fallback when not,
