@@ -77,6 +77,10 @@ const char* fzg_error_string(fzg_status status);
 fzg_status fzg_set_config_file(fzg_context* ctx, const char* path);
 fzg_status fzg_set_config_json(fzg_context* ctx, const char* json);
 fzg_status fzg_set_bound(fzg_context* ctx, fzg_mode mode, double bound);
+/* Fill values marking missing points (1e20 on land, NaN, ...; at most 15, count 0 for none):
+ * in lossy modes a point equal to one of them, bit for bit in the field's type (NaN: the
+ * canonical quiet NaN), is left out of the value range and the bound and comes back exactly. */
+fzg_status fzg_set_fill_values(fzg_context* ctx, const double* values, size_t count);
 fzg_status fzg_set_device(fzg_context* ctx, fzg_device device);
 /* A cudaStream_t (NULL: the default stream) for work on the GPU. */
 fzg_status fzg_set_stream(fzg_context* ctx, void* cuda_stream);

@@ -13,6 +13,7 @@
 struct fzg_context {
   fzg::Graph graph = fzg::Graph::default_fz();
   fzg::ErrorBound bound{fzg::ErrorMode::rel, 1e-3};
+  std::vector<double> fill_values;
   fzg_device device = FZG_DEVICE_AUTO;
   cudaStream_t stream = nullptr;
   fzg::Location data_where = fzg::Location::host, file_where = fzg::Location::host;
@@ -95,6 +96,7 @@ Buffer compress_with(const fzg_context* ctx, const void* data, fzg_dtype dtype, 
   options.device = device_of(ctx);
   options.stream = ctx->stream;
   options.output = ctx->file_where;
+  options.fill_values = ctx->fill_values;
   return compress(ctx->graph, field, options);
 }
 
@@ -166,6 +168,15 @@ fzg_status fzg_set_bound(fzg_context* ctx, fzg_mode mode, double bound) {
   });
 }
 
+fzg_status fzg_set_fill_values(fzg_context* ctx, const double* values, size_t count) {
+  return guarded(ctx, [&] {
+    require(values || count == 0, "no fill values given (values is NULL)");
+    std::vector<double> fills(values, values + count);
+    missing_values_of(fills, DType::f64);  // at most 15, none repeated
+    ctx->fill_values = std::move(fills);
+  });
+}
+
 fzg_status fzg_set_device(fzg_context* ctx, fzg_device device) {
   return guarded(ctx, [&] {
     require(device >= FZG_DEVICE_AUTO && device <= FZG_DEVICE_CUDA, "unknown device " + std::to_string(int(device)));
@@ -198,7 +209,11 @@ int fzg_cuda_available(void) {
 
 size_t fzg_max_compressed_size(fzg_context* ctx, fzg_dtype dtype, const size_t* dims, int rank) {
   size_t size = 0;
-  guarded(ctx, [&] { size = max_compressed_size(ctx->graph, dtype_of(dtype), dims_of(dims, rank), ctx->bound.mode); });
+  guarded(ctx, [&] {
+    const bool fills = !ctx->fill_values.empty() && ctx->bound.mode != ErrorMode::lossless;
+    const Graph graph = fills ? ctx->graph.with_fill_values(ctx->fill_values) : ctx->graph;  // with its mask
+    size = max_compressed_size(graph, dtype_of(dtype), dims_of(dims, rank), ctx->bound.mode);
+  });
   return size;
 }
 

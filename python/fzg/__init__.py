@@ -103,7 +103,19 @@ def _device_code(device):
     return _DEVICES[device]
 
 
-def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=None, device="auto", stream=None):
+def _fill_values(fill):
+    """A fill value or an iterable of them as a list of floats (empty for None)."""
+    if fill is None:
+        return []
+    values = [fill] if np.ndim(fill) == 0 else list(np.asarray(fill).reshape(-1))
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise TypeError(f"fill must be a number or a list of numbers; got {fill!r}") from None
+
+
+def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=None, device="auto", stream=None,
+             fill=None):
     """Compresses a 1-3D array into one .fzg file.
 
     Exactly one of abs= (|x - x'| <= abs), rel= (a fraction of the finite value range),
@@ -111,6 +123,8 @@ def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=Non
     uint16, uint32, int32). Lossy modes take float32 and float64.
     config: a shipped config's name ("fz", the default; "ratio", "cusz", ...), a path, JSON
     text or a dict. device: "auto" (the GPU when present), "cpu" or "cuda".
+    fill: a fill value or a list of them (1e20, float("nan"), ...) marking missing points:
+    in lossy modes they stay out of the value range and the bound and come back exactly.
 
     A host array gives bytes. Fortran-order and strided arrays are copied into C order first
     (the file holds the values in the array's logical, C-order shape). A device array
@@ -128,6 +142,7 @@ def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=Non
         raise TypeError(f"{field.dtype} arrays compress with lossless=True only (lossy modes take float32 and float64)")
     ctx = _context(config)
     ctx.set_bound(mode, bound)
+    ctx.set_fill_values(_fill_values(fill))
     ctx.set_device(_DEVICES["cuda"] if field.on_device else device_code)
     dtype_code = _arrays.DTYPE_CODES[field.dtype]
     if not field.on_device:

@@ -79,6 +79,9 @@ class Context {
   void set_config_json(const std::string& json) { check(fzg_set_config_json(ctx_, json.c_str())); }
   void set_default_config() { check(fzg_set_config_file(ctx_, nullptr)); }
   void set_bound(int mode, double bound) { check(fzg_set_bound(ctx_, fzg_mode(mode), bound)); }
+  void set_fill_values(const std::vector<double>& values) {
+    check(fzg_set_fill_values(ctx_, values.data(), values.size()));
+  }
   void set_device(int device) { check(fzg_set_device(ctx_, fzg_device(device))); }
   void set_stream(uintptr_t stream) { check(fzg_set_stream(ctx_, reinterpret_cast<void*>(stream))); }
   void set_locations(int data, int file) { check(fzg_set_locations(ctx_, fzg_memory(data), fzg_memory(file))); }
@@ -218,6 +221,7 @@ PYBIND11_MODULE(_fzg, m) {
       .def("set_config_json", &Context::set_config_json)
       .def("set_default_config", &Context::set_default_config)
       .def("set_bound", &Context::set_bound)
+      .def("set_fill_values", &Context::set_fill_values)
       .def("set_device", &Context::set_device)
       .def("set_stream", &Context::set_stream)
       .def("set_locations", &Context::set_locations)

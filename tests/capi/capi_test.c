@@ -176,6 +176,30 @@ static void decompress_as(fzg_context* ctx) {
   free(in);
 }
 
+/* Fill values: land at 1e20 stays exact and out of the range, so a rel bound is a fraction of
+ * the sea's range; bad fill values are statuses. */
+static void fill_values(fzg_context* ctx) {
+  const size_t dims[2] = {120, 90}, n = 120 * 90;
+  float* in = smooth_field(n);
+  for (size_t i = 0; i < n; ++i)
+    if (i % 120 > 80) in[i] = 1e20f;
+  const double fills[2] = {1e20, NAN};
+  CHECK(fzg_set_bound(ctx, FZG_REL, 1e-3) == FZG_OK);
+  CHECK(fzg_set_fill_values(ctx, fills, 2) == FZG_OK);
+  double ratio = 0;
+  fzg_file_info info;
+  const double worst = round_trip(ctx, in, dims, 2, n, &ratio, &info);
+  CHECK(worst >= 0 && worst <= info.absolute_bound);  /* 1e20 came back exactly: no error of 1e17 */
+  CHECK(info.absolute_bound > 0 && info.absolute_bound < 1);  /* a fraction of ~200, not of 1e20 */
+  CHECK(ratio > 2);
+  const double repeated[2] = {5, 5};
+  CHECK(fzg_set_fill_values(ctx, repeated, 2) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(strstr(fzg_last_error(ctx), "the same") != NULL);
+  CHECK(fzg_set_fill_values(ctx, NULL, 3) == FZG_ERROR_INVALID_ARGUMENT);
+  CHECK(fzg_set_fill_values(ctx, NULL, 0) == FZG_OK);  /* none again */
+  free(in);
+}
+
 static void lossless_bytes(fzg_context* ctx) {
   const size_t dims[1] = {1001};
   unsigned short in[1001], out[1001];
@@ -242,6 +266,7 @@ int main(void) {
   CHECK(ctx != NULL);
   CHECK(fzg_set_device(ctx, FZG_DEVICE_CPU) == FZG_OK);
   lossy_round_trips(ctx);
+  fill_values(ctx);
   compress_to_buffer(ctx, 0);
   decompress_as(ctx);
   lossless_bytes(ctx);

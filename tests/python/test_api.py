@@ -268,3 +268,23 @@ def test_threads_compress_at_once_with_the_bytes_of_one():
     for t in threads:
         t.join()
     assert all(r == expected for r in results)
+
+
+def test_fill_values_come_back_exactly_and_stay_out_of_the_range():
+    a = smooth((40, 60))
+    a[:, 45:] = np.float32(1e20)  # land
+    a[3, 7] = np.float32("nan")   # a second fill value
+    file = fzg.compress(a, rel=1e-3, fill=[1e20, float("nan")])
+    info = fzg.info(file)
+    back = fzg.decompress(file)
+    missing = (a == np.float32(1e20)) | np.isnan(a)
+    assert np.array_equal(back[missing].view(np.uint32), a[missing].view(np.uint32))
+    sea = a[~missing].astype(np.float64)
+    assert info["absolute_bound"] <= 1e-3 * (sea.max() - sea.min()) * (1 + 1e-12)
+    assert np.abs(back[~missing] - sea).max() <= info["absolute_bound"]
+    # Without them the land is data: the bound is a fraction of 1e20.
+    assert fzg.info(fzg.compress(a, rel=1e-3))["absolute_bound"] > 1e16
+    with pytest.raises(fzg.FzgError, match="the same"):
+        fzg.compress(a, rel=1e-3, fill=[5, 5])
+    with pytest.raises(TypeError, match="fill must be"):
+        fzg.compress(a, rel=1e-3, fill="land")
