@@ -6,8 +6,12 @@
 // with mode 1 abs, 2 rel, 3 psnr, 4 lossless (fzg.h's fzg_mode), the bound an IEEE double,
 // and the config name (a shipped config: "ratio", "cusz", ...; default "fz") packed four
 // bytes a value, little-endian, zero-padded. At dataset creation set_local adds the type and
-// the chunk's shape, which the filter callback is not given:
-//   { magic 0x465A4701, mode, low, high, dtype, rank, dim fastest, ..., dim slowest, name... }
+// the chunk's shape, which the filter callback is not given, and the dataset's fill value
+// when the user defined one (NetCDF-4 defines its _FillValue so): points equal to it are
+// missing values, kept bit for bit and left out of the range and the bound:
+//   { magic 0x465A4702, mode, low, high, dtype, rank, dim fastest, ..., dim slowest,
+//     fill count (0 or 1), fill value's low and high 32 bits..., name... }
+// (magic 0x465A4701, written before fill values, has no fill count and fill values.)
 // A chunk decompresses from its own bytes (an .fzg file), needing no cd_values at all.
 #include <H5PLextern.h>
 #include <hdf5.h>
@@ -23,8 +27,39 @@
 namespace {
 
 constexpr H5Z_filter_t filter_id = 305;
-constexpr unsigned magic = 0x465A4701u;  // "FZG" 1: the layout set_local writes
-constexpr size_t fixed_values = 6;         // magic, mode, low, high, dtype, rank
+constexpr unsigned magic = 0x465A4702u;             // "FZG" 2: the layout set_local writes
+constexpr unsigned magic_without_fill = 0x465A4701u;  // "FZG" 1: the same without fill values
+constexpr size_t fixed_values = 6;                    // magic, mode, low, high, dtype, rank
+
+double double_of(unsigned low, unsigned high) {
+  double value;
+  const uint64_t bits = uint64_t(low) | uint64_t(high) << 32;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// Where set_local's values hold the fill values and the config name, and the fill values;
+// false when they are not set_local's.
+struct LocalLayout {
+  unsigned rank = 0;
+  size_t name_from = 0;
+  std::vector<double> fills;
+};
+bool layout_of(size_t count, const unsigned* values, LocalLayout* layout) {
+  if (count < fixed_values || (values[0] != magic && values[0] != magic_without_fill)) return false;
+  layout->rank = values[5];
+  if (layout->rank < 1 || layout->rank > 3 || count < fixed_values + layout->rank) return false;
+  layout->name_from = fixed_values + layout->rank;
+  layout->fills.clear();
+  if (values[0] == magic) {
+    if (count <= layout->name_from) return false;
+    const size_t fills = values[layout->name_from++];
+    if (fills > 1 || count < layout->name_from + 2 * fills) return false;
+    for (size_t f = 0; f < fills; ++f, layout->name_from += 2)
+      layout->fills.push_back(double_of(values[layout->name_from], values[layout->name_from + 1]));
+  }
+  return true;
+}
 
 // The dataset's element type as fzg's, or 0 when fzg cannot take it.
 fzg_dtype dtype_of(hid_t type) {
@@ -60,14 +95,11 @@ fzg_status use_config(fzg_context* ctx, const std::string& name) {
 
 // Sets ctx's bound and config from set_local's values; false when fzg refuses them.
 bool configure(fzg_context* ctx, size_t count, const unsigned* values) {
-  if (count < fixed_values || values[0] != magic) return false;
-  const unsigned rank = values[5];
-  if (rank < 1 || rank > 3 || count < fixed_values + rank) return false;
-  double bound = 0;
-  const uint64_t bits = uint64_t(values[2]) | uint64_t(values[3]) << 32;
-  std::memcpy(&bound, &bits, sizeof bound);
-  return fzg_set_bound(ctx, fzg_mode(values[1]), bound) == FZG_OK &&
-         use_config(ctx, config_name(count, values, fixed_values + rank)) == FZG_OK;
+  LocalLayout layout;
+  if (!layout_of(count, values, &layout)) return false;
+  return fzg_set_bound(ctx, fzg_mode(values[1]), double_of(values[2], values[3])) == FZG_OK &&
+         fzg_set_fill_values(ctx, layout.fills.data(), layout.fills.size()) == FZG_OK &&
+         use_config(ctx, config_name(count, values, layout.name_from)) == FZG_OK;
 }
 
 bool settings_usable(const std::vector<unsigned>& values) {
@@ -90,11 +122,12 @@ herr_t set_local(hid_t dcpl, hid_t type, hid_t) {
   if (H5Pget_filter_by_id2(dcpl, filter_id, &flags, &count, values, 0, nullptr, nullptr) < 0) return -1;
   if (count > 32) return -1;
   std::vector<unsigned> user;
-  if (count > 0 && values[0] == magic) {  // already set (a copied property list): keep its name
-    if (count < fixed_values) return -1;
+  if (count > 0 && (values[0] == magic || values[0] == magic_without_fill)) {
+    // Already set (a copied property list): keep its mode, bound and name.
+    LocalLayout layout;
+    if (!layout_of(count, values, &layout)) return -1;
     user.assign(values + 1, values + 4);
-    const unsigned rank = values[5];
-    if (count >= fixed_values + rank) user.insert(user.end(), values + fixed_values + rank, values + count);
+    user.insert(user.end(), values + layout.name_from, values + count);
   } else {
     if (count < 3) return -1;  // mode and bound are required
     user.assign(values, values + count);
@@ -103,13 +136,28 @@ herr_t set_local(hid_t dcpl, hid_t type, hid_t) {
   if (rank < 1 || rank > 3) return -1;  // fzg fields have 1 to 3 dimensions
   hsize_t chunk[3] = {1, 1, 1};
   H5Pget_chunk(dcpl, rank, chunk);
-  std::vector<unsigned> local = {magic, user[0], user[1], user[2], unsigned(dtype_of(type)), unsigned(rank)};
+  const fzg_dtype dtype = dtype_of(type);
+  std::vector<unsigned> local = {magic, user[0], user[1], user[2], unsigned(dtype), unsigned(rank)};
   for (int d = rank - 1; d >= 0; --d) local.push_back(unsigned(chunk[d]));  // HDF5 lists the slowest first
+  // The dataset's own fill value, when the user defined one, marks missing points of a lossy
+  // float dataset (in the dataset's type: HDF5 converts it to a double exactly).
+  H5D_fill_value_t fill_status = H5D_FILL_VALUE_UNDEFINED;
+  double fill = 0;
+  const bool has_fill = (dtype == FZG_F32 || dtype == FZG_F64) && user[0] != FZG_LOSSLESS &&
+                        H5Pfill_value_defined(dcpl, &fill_status) >= 0 &&
+                        fill_status == H5D_FILL_VALUE_USER_DEFINED &&
+                        H5Pget_fill_value(dcpl, H5T_NATIVE_DOUBLE, &fill) >= 0;
+  local.push_back(has_fill ? 1u : 0u);
+  if (has_fill) {
+    uint64_t bits;
+    std::memcpy(&bits, &fill, sizeof bits);
+    local.push_back(unsigned(bits & 0xffffffffu));
+    local.push_back(unsigned(bits >> 32));
+  }
   local.insert(local.end(), user.begin() + 3, user.end());
   // A bound or config the filter could not use fails the dataset's creation, not a later
   // write of its chunks (which h5py's optional filters would store unfiltered, silently):
   // fzg compresses integers exactly only.
-  const fzg_dtype dtype = dtype_of(type);
   const bool lossy_integers = user[0] != FZG_LOSSLESS && dtype != FZG_F32 && dtype != FZG_F64;
   if (dtype == 0 || lossy_integers || !settings_usable(local)) return -1;
   return H5Pmodify_filter(dcpl, filter_id, flags, local.size(), local.data());

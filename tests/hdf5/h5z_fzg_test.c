@@ -33,11 +33,14 @@ static size_t cd_values(unsigned mode, double bound, const char* name, unsigned*
   return n;
 }
 
-/* Writes `data` as dataset `name` with 10 x 30 x 40 chunks through the filter; 0 on success. */
-static int write_dataset(hid_t file, const char* name, hid_t type, const void* data, const unsigned* v, size_t n) {
+/* Writes `data` as dataset `name` with 10 x 30 x 40 chunks through the filter, with the fill
+ * value `*fill` when given; 0 on success. */
+static int write_filled_dataset(hid_t file, const char* name, hid_t type, const void* data, const unsigned* v,
+                                size_t n, const float* fill) {
   const hsize_t dims[3] = {NZ, NY, NX}, chunk[3] = {10, NY, NX};
   hid_t space = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
   H5Pset_chunk(dcpl, 3, chunk);
+  if (fill) H5Pset_fill_value(dcpl, H5T_NATIVE_FLOAT, fill);
   int failed = H5Pset_filter(dcpl, FZG_FILTER, H5Z_FLAG_MANDATORY, n, v) < 0;
   hid_t set = failed ? -1 : H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
   failed = failed || set < 0 || H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0;
@@ -47,15 +50,21 @@ static int write_dataset(hid_t file, const char* name, hid_t type, const void* d
   return failed;
 }
 
+static int write_dataset(hid_t file, const char* name, hid_t type, const void* data, const unsigned* v, size_t n) {
+  return write_filled_dataset(file, name, type, data, v, n, NULL);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
-  static float field[N], back[N];
+  static float field[N], back[N], land[N];
   static uint16_t counts[N], counts_back[N];
   for (int i = 0; i < N; ++i) {
     field[i] = (float)(20.0 * sin(0.05 * i) + 3.0 * cos(0.0007 * i * i));
     counts[i] = (uint16_t)(i * 7 % 1000);
   }
   field[123] = NAN;
+  const float fill = -999.f;  /* the dataset's fill value: land */
+  for (int i = 0; i < N; ++i) land[i] = i % NX > 30 ? fill : field[i];
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   hid_t file = H5Fcreate(argv[1], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   CHECK(file >= 0);
@@ -72,6 +81,8 @@ int main(int argc, char** argv) {
   n = cd_values(1, 0.01, NULL, v);         /* lossy on integers: refused at creation, not per chunk */
   CHECK(write_dataset(file, "refused-integers", H5T_NATIVE_UINT16, counts, v, n) != 0);
   CHECK(H5Lexists(file, "refused-integers", H5P_DEFAULT) == 0);
+  n = cd_values(2, 1e-3, NULL, v);         /* rel 1e-3 with the dataset's fill value */
+  CHECK(write_filled_dataset(file, "land", H5T_NATIVE_FLOAT, land, v, n, &fill) == 0);
   H5Fclose(file);
 
   file = H5Fopen(argv[1], H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -90,6 +101,22 @@ int main(int argc, char** argv) {
            (unsigned long long)H5Dget_storage_size(set), sizeof field);
     H5Dclose(set);
   }
+  /* The fill value is a missing value: land exact, and rel is a fraction of the sea's range
+   * (20.7 or so, against 1000 with -999 counted: a bound 40 times looser). */
+  hid_t land_set = H5Dopen2(file, "land", H5P_DEFAULT);
+  CHECK(land_set >= 0 && H5Dread(land_set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, back) >= 0);
+  double lo = INFINITY, hi = -INFINITY, land_worst = 0;
+  for (int i = 0; i < N; ++i)
+    if (land[i] != fill && !isnan(land[i])) lo = fmin(lo, land[i]), hi = fmax(hi, land[i]);
+  int land_changed = 0;
+  for (int i = 0; i < N; ++i) {
+    if (land[i] == fill) land_changed += memcmp(&land[i], &back[i], sizeof(float)) != 0;
+    else if (!isnan(land[i]) && fabs((double)back[i] - land[i]) > land_worst) land_worst = fabs((double)back[i] - land[i]);
+  }
+  CHECK(land_changed == 0);
+  CHECK(land_worst <= 1e-3 * (hi - lo));
+  printf("land: max error %.4g (bound %.4g), fill points exact\n", land_worst, 1e-3 * (hi - lo));
+  H5Dclose(land_set);
   hid_t set = H5Dopen2(file, "counts", H5P_DEFAULT);
   CHECK(set >= 0 && H5Dread(set, H5T_NATIVE_UINT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts_back) >= 0);
   CHECK(memcmp(counts, counts_back, sizeof counts) == 0);
