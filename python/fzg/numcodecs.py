@@ -6,6 +6,8 @@ Zarr metadata find it once fzg is installed.
     z = zarr.open("t.zarr", mode="w", shape=(512, 512, 512), chunks=(64, 256, 256), dtype="f4",
                   compressor=fzg.numcodecs.Fzg(rel=1e-3))
 """
+import math
+
 import numpy as np
 from numcodecs.abc import Codec
 from numcodecs.compat import ndarray_copy
@@ -17,14 +19,16 @@ import fzg
 class Fzg(Codec):
     """Exactly one of abs=, rel=, psnr= or lossless=True, as fzg.compress takes them; config a
     shipped config's name ("ratio", "cusz", ...), JSON text or a path; device "auto", "cpu" or
-    "cuda" (where compression runs; chunks come and go as host arrays)."""
+    "cuda" (where compression runs; chunks come and go as host arrays); fill a fill value or a
+    list of them marking missing points (kept exactly, out of the range and the bound)."""
 
     codec_id = "fzg"
 
-    def __init__(self, abs=None, rel=None, psnr=None, lossless=False, config=None, device="auto"):
+    def __init__(self, abs=None, rel=None, psnr=None, lossless=False, config=None, device="auto", fill=None):
         fzg._mode_and_bound(abs, rel, psnr, lossless)  # refuses a wrong set at once, not at the first chunk
         self.abs, self.rel, self.psnr, self.lossless = abs, rel, psnr, bool(lossless)
         self.config, self.device = config, device
+        self.fill = fzg._fill_values(fill) or None  # floats; "nan" and "inf" strings read too
 
     def get_config(self):
         settings = {"id": self.codec_id}
@@ -35,6 +39,8 @@ class Fzg(Codec):
             settings["lossless"] = True
         if self.device != "auto":
             settings["device"] = self.device
+        if self.fill:  # strict JSON has no NaN or Infinity: those as "nan", "inf", "-inf"
+            settings["fill"] = [v if math.isfinite(v) else repr(v) for v in self.fill]
         return settings
 
     # numcodecs codecs keep the bytes in memory order (Zarr's order="F" chunks decode through a
@@ -45,7 +51,7 @@ class Fzg(Codec):
         if array.flags.f_contiguous and not array.flags.c_contiguous:
             array = array.T
         return fzg.compress(array, abs=self.abs, rel=self.rel, psnr=self.psnr, lossless=self.lossless,
-                            config=self.config, device=self.device)
+                            config=self.config, device=self.device, fill=self.fill)
 
     def decode(self, buf, out=None):
         device = "cpu" if self.device == "cpu" else None

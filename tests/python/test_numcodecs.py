@@ -67,6 +67,21 @@ def test_config_round_trips_through_get_codec():
     assert Fzg.from_config({"lossless": True}).get_config() == {"id": "fzg", "lossless": True}
 
 
+def test_fill_values_are_kept_exactly_and_round_trip_through_the_config():
+    x = field()
+    x[:, :, 30:] = np.float32(1e20)
+    x[0, 0, 0] = np.float32("nan")
+    codec = Fzg(rel=1e-3, fill=[1e20, float("nan")])
+    config = codec.get_config()
+    assert config["fill"] == [1e20, "nan"]  # strict JSON
+    again = numcodecs.get_codec(config)
+    back = again.decode(again.encode(x))
+    missing = (x == np.float32(1e20)) | np.isnan(x)
+    assert np.array_equal(back[missing].view(np.uint32), x[missing].view(np.uint32))
+    sea = x[~missing].astype(np.float64)
+    assert np.abs(back[~missing] - sea).max() <= 1e-3 * (sea.max() - sea.min())
+
+
 def test_a_codec_with_no_or_two_bounds_is_refused_at_once():
     with pytest.raises(ValueError, match="exactly one"):
         Fzg()
