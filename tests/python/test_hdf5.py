@@ -104,3 +104,20 @@ def test_hdf5_tools_read_the_file_through_plugin_dir(tmp_path):
     assert values.returncode == 0, values.stderr
     dumped = [float(v) for v in values.stdout.split("DATA {")[1].split("}")[0].split(":")[1].split(",")]
     assert np.abs(np.array(dumped) - x[0, 0, :3]).max() <= 0.01 + 1e-6  # h5dump prints 6 digits
+
+
+@needs_plugin
+def test_the_datasets_fill_value_is_a_missing_value(tmp_path):
+    x = field()
+    x[:, :, 60:] = np.float32(1e20)  # land, the dataset's fill value
+    path = tmp_path / "land.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("t", data=x, chunks=(8, 64, 80), fillvalue=np.float32(1e20), **fzg_hdf5.Fzg(rel=1e-3))
+    with h5py.File(path, "r") as f:
+        y = f["t"][...]
+    land = x == np.float32(1e20)
+    assert np.array_equal(y[land], x[land])
+    for k in range(0, x.shape[0], 8):  # rel is of each chunk's range of sea points
+        sea = ~land[k:k + 8]
+        chunk = x[k:k + 8][sea].astype(np.float64)
+        assert np.abs(y[k:k + 8][sea] - chunk).max() <= 1e-3 * (chunk.max() - chunk.min())
