@@ -75,8 +75,24 @@ Graph Graph::default_fz() {
 
 Graph Graph::from_json(const nlohmann::json& config) {
   if (!config.is_object()) config_error("config must be a JSON object");
-  reject_unknown_keys(config, {"name", "description", "chunk_values", "stages", "store"}, "config");
+  reject_unknown_keys(config, {"name", "description", "chunk_values", "fill_mask_coder", "stages", "store"}, "config");
   Graph graph;
+  if (config.contains("fill_mask_coder")) {
+    const nlohmann::json& coder = config.at("fill_mask_coder");
+    const std::string where = "config: \"fill_mask_coder\"";
+    if (!coder.is_object()) config_error(where + " must be an object like {\"type\": \"huffman\"}");
+    reject_unknown_keys(coder, {"type", "params"}, where);
+    const std::string type = require_string(coder, "type", where);
+    std::unique_ptr<Stage> stage;
+    try {
+      stage = make_stage(type, coder.value("params", nlohmann::json::object()));
+    } catch (const Error& e) {
+      config_error(where + ": " + e.what());
+    }
+    if (stage->spec().inputs.size() != 1 || stage->spec().inputs[0].type != bytes_port || stage->spec().outputs.empty())
+      config_error(where + ": a coder of one bytes input, such as huffman or gpulz");
+    graph.mask_coder_ = coder;
+  }
   graph.name_ = config.contains("name") ? require_string(config, "name", "config") : "custom";
   if (config.contains("chunk_values")) {
     const auto& v = config.at("chunk_values");
@@ -255,10 +271,34 @@ Graph Graph::with_fill_values(const std::vector<double>& values) const {
     }
     params["fill"] = fill;
   }
+  const nlohmann::json predictor_params = params;  // `params` points into stages replaced below
+  const std::string id = nodes_[predictor].id;
+  // The config's coder of the mask ("fill_mask_coder"), as stage "<predictor>-mask": replaced
+  // when fill values are given again, removed with them.
+  const std::string coder_id = id + "-mask";
+  nlohmann::json kept_stages = nlohmann::json::array();
+  for (const auto& stage : config["stages"])
+    if (stage["id"] != coder_id) kept_stages.push_back(stage);
+  config["stages"] = kept_stages;
+  nlohmann::json kept_store = nlohmann::json::array();
+  for (const auto& ref : config["store"])
+    if (ref.get<std::string>().rfind(coder_id + ".", 0) != 0) kept_store.push_back(ref);
+  config["store"] = kept_store;
+  if (!values.empty() && !mask_coder_.is_null()) {
+    const nlohmann::json coder_params = mask_coder_.value("params", nlohmann::json::object());
+    const StageSpec coder = make_stage(mask_coder_["type"].get<std::string>(), coder_params)->spec();
+    for (const auto& stage : config["stages"])
+      if (stage["id"] == coder_id) config_error("fill values: the graph has a stage '" + coder_id + "' of its own");
+    config["stages"].push_back({{"id", coder_id},
+                                {"type", mask_coder_["type"]},
+                                {"inputs", {{coder.inputs[0].name, id + ".mask"}}},
+                                {"params", coder_params}});
+    for (const auto& port : coder.outputs) config["store"].push_back(coder_id + "." + port.name);
+  }
+  if (!mask_coder_.is_null()) config["fill_mask_coder"] = mask_coder_;
   // The predictor's outputs with these parameters: store the new ones nobody reads, drop
   // stored ones it no longer has.
-  const std::string id = nodes_[predictor].id;
-  const StageSpec spec = make_stage(nodes_[predictor].type, params)->spec();
+  const StageSpec spec = make_stage(nodes_[predictor].type, predictor_params)->spec();
   std::set<std::string> read, outputs;
   for (const auto& stage : config["stages"])
     for (const auto& item : stage["inputs"].items()) read.insert(item.value().get<std::string>());

@@ -72,8 +72,9 @@ class Graph {
   Graph without_predictor() const;
   // The same graph with its predictor declaring these fill values (replacing its own; none
   // removes them): points equal to one of them, bit for bit in the field's type, are missing
-  // (see core/missing_values.hh). The predictor's outputs that no stage reads and the store
-  // does not hold yet (its mask) are stored. Fails (invalid_config) without a predictor.
+  // (see core/missing_values.hh). The mask goes through the config's "fill_mask_coder"
+  // (stage "<predictor>-mask") when it names one; the predictor's outputs that no stage reads
+  // and the store does not hold yet are stored. Fails (invalid_config) without a predictor.
   Graph with_fill_values(const std::vector<double>& values) const;
 
  private:
@@ -81,6 +82,9 @@ class Graph {
   uint64_t chunk_values_ = default_chunk_values;
   std::vector<GraphNode> nodes_;
   std::vector<PortRef> stored_;
+  // "fill_mask_coder": the stage with_fill_values puts on the predictor's mask (null: none, the
+  // mask is stored as it is). Not part of the canonical form: the stage it adds is.
+  nlohmann::json mask_coder_;
   std::shared_ptr<const std::string> text_;
 };
 

@@ -136,6 +136,27 @@ TEST(Graph, LosslessVariantDropsTheStagesThatCodeTheOutliersAndTheMask) {
   EXPECT_EQ(std::memcmp(out.data.data(), v.data(), 4 * v.size()), 0);
 }
 
+TEST(Graph, FillMaskCoderCodesTheMaskOnlyWithFillValues) {
+  const Graph g = Graph::from_file(testing::source_dir() + "/configs/ratio.json");
+  EXPECT_EQ(g.canonical_text().find("fill_mask_coder"), std::string::npos);  // files of ratio.json unchanged
+  const Graph filled = g.with_fill_values({1e20});
+  int coders = 0;
+  for (const auto& node : filled.nodes()) coders += node.id == "predict-mask" && node.type == "huffman";
+  EXPECT_EQ(coders, 1);
+  EXPECT_NE(filled.canonical_text().find("\"predict-mask.out\""), std::string::npos);
+  EXPECT_EQ(filled.canonical_text().find("\"predict.mask\"]"), std::string::npos);  // not stored raw
+  // Again with other values: one coder still; with none: the graph ratio.json always was.
+  int again = 0;
+  const Graph refilled = filled.with_fill_values({-999, 1e20});
+  for (const auto& node : refilled.nodes()) again += node.id == "predict-mask";
+  EXPECT_EQ(again, 1);
+  EXPECT_EQ(filled.with_fill_values({}).canonical_text(), g.canonical_text());
+  EXPECT_NE(error_of(R"({"stages": [{"id": "p", "type": "lorenzo", "inputs": {"field": "input"}}],
+                         "store": ["p.codes", "p.outliers"], "fill_mask_coder": {"type": "lorenzo"}})")
+                .find("fill_mask_coder"),
+            std::string::npos);
+}
+
 // Every kind of parameter a stage may declare: the value when given, the fallback when not,
 // and a one-line invalid_config naming the stage and key when the value is of another kind.
 TEST(StageParamsReader, ReadsIntegersBooleansStringsChoicesAndLists) {
