@@ -277,12 +277,17 @@ Graph Graph::with_fill_values(const std::vector<double>& values) const {
   // when fill values are given again, removed with them.
   const std::string coder_id = id + "-mask";
   nlohmann::json kept_stages = nlohmann::json::array();
-  for (const auto& stage : config["stages"])
-    if (stage["id"] != coder_id) kept_stages.push_back(stage);
+  bool had_coder = false;
+  for (const auto& stage : config["stages"]) {
+    bool codes_the_mask = false;
+    for (const auto& item : stage["inputs"].items()) codes_the_mask = codes_the_mask || item.value() == id + ".mask";
+    if (stage["id"] == coder_id && codes_the_mask) had_coder = true;
+    else kept_stages.push_back(stage);
+  }
   config["stages"] = kept_stages;
   nlohmann::json kept_store = nlohmann::json::array();
   for (const auto& ref : config["store"])
-    if (ref.get<std::string>().rfind(coder_id + ".", 0) != 0) kept_store.push_back(ref);
+    if (!had_coder || ref.get<std::string>().rfind(coder_id + ".", 0) != 0) kept_store.push_back(ref);
   config["store"] = kept_store;
   if (!values.empty() && !mask_coder_.is_null()) {
     const nlohmann::json coder_params = mask_coder_.value("params", nlohmann::json::object());
