@@ -210,8 +210,7 @@ int fzg_cuda_available(void) {
 size_t fzg_max_compressed_size(fzg_context* ctx, fzg_dtype dtype, const size_t* dims, int rank) {
   size_t size = 0;
   guarded(ctx, [&] {
-    const bool fills = !ctx->fill_values.empty() && ctx->bound.mode != ErrorMode::lossless;
-    const Graph graph = fills ? ctx->graph.with_fill_values(ctx->fill_values) : ctx->graph;  // with its mask
+    const Graph graph = ctx->graph.with_fill_values_for(ctx->fill_values, ctx->bound.mode);  // with its mask
     size = max_compressed_size(graph, dtype_of(dtype), dims_of(dims, rank), ctx->bound.mode);
   });
   return size;

@@ -199,7 +199,7 @@ int run_bench(const BenchArgs& a) {
     std::vector<double> file_fill_values;
     FieldRef host_field = load_field(f, host_storage, &file_fill_values);
     const std::vector<double> fills = fill_values_for(a.codec, file_fill_values);
-    const Graph run_graph = fills.empty() || bound.mode == ErrorMode::lossless || !graph.has_predictor() ? graph : graph.with_fill_values(fills);
+    const Graph run_graph = with_fills(graph, fills, bound.mode);
     progress.set_what("bench " + host_field.dims.to_string() + position);
     ran.set_field_bytes(double(host_field.size_bytes()));
     Row row;

@@ -377,10 +377,12 @@ std::vector<double> fill_values_for(const CodecArgs& a, const std::vector<double
   return values;
 }
 
+Graph with_fills(const Graph& graph, const std::vector<double>& fill_values, ErrorMode mode) {
+  return graph.has_predictor() ? graph.with_fill_values_for(fill_values, mode) : graph;
+}
+
 Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values) {
-  const Graph graph = load_graph(a.config);
-  if (fill_values.empty() || parse_error_mode(a.mode) == ErrorMode::lossless || !graph.has_predictor()) return graph;
-  return graph.with_fill_values(fill_values);
+  return with_fills(load_graph(a.config), fill_values, parse_error_mode(a.mode));
 }
 
 FieldRef load_field(const FieldArgs& a, Buffer& bytes, std::vector<double>* file_fill_values) {
@@ -629,19 +631,23 @@ int run_info(const std::string& path, bool json) {
 
 namespace {
 
-// The bytes of the field's quantization codes in FZ-GPU's format plus fzg's outlier stream,
-// the codes taken through the library: a graph of the predictor alone, in one chunk, storing
-// its codes and outliers. The field's bytes when that file is stored exactly (no codes).
-// With fill values (the graph's), the mask stream is counted too.
-uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound, const std::vector<double>& fills) {
+// The bytes of the field's quantization codes in FZ-GPU's format plus fzg's other predictor
+// streams (outliers, and the mask with fill values), the codes taken through the library: a
+// graph of `graph`'s predictor alone (Lorenzo's defaults without one), in one chunk, storing
+// every output. The field's bytes when that file is stored exactly (no codes).
+uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound, const Graph& graph) {
+  nlohmann::json stage = {{"id", "predict"}, {"type", "lorenzo"}, {"inputs", {{"field", "input"}}}};
+  nlohmann::json store = {"predict.codes", "predict.outliers"};
+  for (const auto& node : graph.nodes()) {
+    if (!node.stage->spec().predictor) continue;
+    stage["type"] = node.type, stage["params"] = node.stage->params();
+    store = nlohmann::json::array();
+    for (const auto& port : node.stage->spec().outputs) store.push_back("predict." + port.name);
+  }
   const nlohmann::json config = {
-      {"name", "lorenzo-codes"},
-      {"chunk_values", max_chunk_values},
-      {"stages", {{{"id", "predict"}, {"type", "lorenzo"}, {"inputs", {{"field", "input"}}}}}},
-      {"store", {"predict.codes", "predict.outliers"}}};
+      {"name", "lorenzo-codes"}, {"chunk_values", max_chunk_values}, {"stages", {stage}}, {"store", store}};
   CompressOptions options;
   options.bound = bound;
-  options.fill_values = fills;
   const Buffer file = compress(Graph::from_json(config), field, options);
   const Container c = inspect(file);
   if (stored_exactly(c) || c.chunks.size() != 1) return field.size_bytes();
@@ -650,16 +656,6 @@ uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound,
   uint64_t bytes = bench::fzgpu_format_bytes(codes, chunk.streams[0].size / 2);
   for (size_t s = 1; s < chunk.streams.size(); ++s) bytes += chunk.streams[s].size;
   return bytes;
-}
-
-// The fill values a graph's predictor declares, as its parameters give them.
-std::vector<double> fill_values_of(const Graph& graph) {
-  std::vector<double> values;
-  for (const auto& node : graph.nodes())
-    if (node.stage->spec().predictor)
-      for (const auto& v : node.stage->params().value("fill", nlohmann::json::array()))
-        values.push_back(v.is_string() ? parse_fill_value(v.get<std::string>()) : v.get<double>());
-  return values;
 }
 
 }  // namespace
@@ -676,12 +672,6 @@ std::vector<uint8_t> missing_points(const FieldRef& field, const MissingValues& 
     for (uint64_t i = 0; i < n; ++i) mask[i] = uint8_t(missing.symbol_of(v[i]) != 0);
   }
   return mask;
-}
-
-MissingValues missing_values_of(const Graph& graph, DType dtype) {
-  for (const auto& node : graph.nodes())
-    if (node.stage->spec().predictor) return node.stage->missing_values(dtype);
-  return {};
 }
 
 nlohmann::json quality_report(const FieldRef& original, const void* reconstructed, double error_bound, double ssim,
@@ -752,7 +742,7 @@ nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, cons
   dopt.device = device;
 
   // Points with a fill value are left out of every metric (they come back bit for bit).
-  const std::vector<uint8_t> missing = missing_points(field, missing_values_of(graph, field.dtype));
+  const std::vector<uint8_t> missing = missing_points(field, graph.missing_values(field.dtype));
   const uint8_t* mask = missing.empty() ? nullptr : missing.data();
 
   // End to end, host to host: what a file-based user gets. Run once to warm up.
@@ -800,7 +790,7 @@ nlohmann::json round_trip_report(const Graph& graph, const FieldRef& field, cons
   // (bitshuffle + zero-block, which has no outlier handling), plus fzg's outlier stream.
   // 0 in lossless mode, which has no codes.
   double fzgpu_ratio = 0;
-  if (bound.mode != ErrorMode::lossless) fzgpu_ratio = bytes / double(fzgpu_format_file_bytes(field, bound, fill_values_of(graph)));
+  if (bound.mode != ErrorMode::lossless) fzgpu_ratio = bytes / double(fzgpu_format_file_bytes(field, bound, graph));
   report.update({{"original_bytes", field.size_bytes()},
                  {"compressed_bytes", file.size()},
                  {"ratio", bytes / double(file.size())},

@@ -100,6 +100,9 @@ ErrorBound parse_bound(const CodecArgs& a);
 FieldRef load_field(const FieldArgs& a, Buffer& bytes, std::vector<double>* file_fill_values = nullptr);
 // The fill values a run uses: --fill's, else the input's own (none with --fill none).
 std::vector<double> fill_values_for(const CodecArgs& a, const std::vector<double>& file_fill_values);
+// `graph` for a run in `mode` with these fill values (Graph::with_fill_values_for); a graph
+// without a predictor, which codes the field exactly, as it is.
+Graph with_fills(const Graph& graph, const std::vector<double>& fill_values, ErrorMode mode);
 // The graph a run uses: the config's, with those fill values on its predictor.
 Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values);
 // Reads a whole input: "-" is stdin; otherwise a regular file, a FIFO or a character device
@@ -126,8 +129,6 @@ nlohmann::json quality_report(const FieldRef& original, const void* reconstructe
                               const uint8_t* missing = nullptr);
 // The points of `field` that hold one of these fill values (empty without any).
 std::vector<uint8_t> missing_points(const FieldRef& field, const MissingValues& missing);
-// The fill values of a graph's predictor in `dtype` (none without a predictor).
-MissingValues missing_values_of(const Graph& graph, DType dtype);
 // One field through one config at one bound: end to end (host to host, median of `repeat`
 // after a warm-up round trip) and, on the GPU, kernel-only (field and file resident on the
 // device, CUDA events) with the peak device memory; the reconstruction's errors and

@@ -306,9 +306,7 @@ int run_sweep(const SweepArgs& a) {
           field = load_field({f.input, "", f.type, f.dims, a.slowest_first, 1}, storage, &file_fills);
           fills = fill_values_for(fill_args, file_fills);
         }
-        const Graph graph = fills.empty() || bound.mode == ErrorMode::lossless || !config_graph.has_predictor()
-                                ? config_graph
-                                : config_graph.with_fill_values(fills);
+        const Graph graph = with_fills(config_graph, fills, bound.mode);
         const nlohmann::json r = round_trip_report(graph, *field, bound, device, a.repeat, [] {});
         row.update(r);
         row["dims"] = field->dims.to_string();

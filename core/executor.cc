@@ -171,13 +171,6 @@ bool needs_value_range(const Graph& graph) {
   return false;
 }
 
-// The fill values the graph's predictor declares: its missing points stay out of the range.
-MissingValues missing_values(const Graph& graph, DType dtype) {
-  for (const auto& node : graph.nodes())
-    if (node.stage->spec().predictor) return node.stage->missing_values(dtype);
-  return {};
-}
-
 // Chunk k of the plan, computed on `lane`.
 StageContext chunk_context(const StageContext& base, const Plan& plan, uint64_t k, cudaStream_t lane) {
   StageContext chunk = base;
@@ -402,7 +395,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
 
   // The field where the plan computes, and its value range when a stage needs it.
   const bool range = needs_value_range(graph);
-  const MissingValues missing = missing_values(graph, field.dtype);
+  const MissingValues missing = graph.missing_values(field.dtype);  // left out of the range
   FieldSummary summary;
   summary.bound = options.bound;
   Buffer input;
@@ -472,8 +465,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
 Device default_device() { return cuda_available() ? Device::cuda : Device::cpu; }
 
 Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOptions& options) {
-  const bool fills = !options.fill_values.empty() && options.bound.mode != ErrorMode::lossless;
-  const Graph graph = fills ? graph_in.with_fill_values(options.fill_values) : graph_in;
+  const Graph graph = graph_in.with_fill_values_for(options.fill_values, options.bound.mode);
   Buffer file = compress_as_given(graph, field, options, false);
   // A bound so tight that the codes are mostly outliers (abs 1e-300) can make the lossy file
   // larger than the field. Below ratio 2 the field's bytes are also coded without the

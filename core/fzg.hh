@@ -42,9 +42,10 @@ struct CompressOptions {
   std::vector<StageTime>* stage_times = nullptr;  // filled when given (synchronizes per step, summed over chunks)
   // Device bytes the call may hold (0: the device's free memory). A host field that does not
   // fit beside its chunks' work is compressed from the host, a chunk at a time per lane.
-  uint64_t device_memory_budget = 0;  // Fill values marking missing points (1e20, nan, ...), when not empty: the graph's predictor
-  // takes them instead of its own (Graph::with_fill_values). Missing points stay out of the
-  // value range and the bound and come back bit for bit.
+  uint64_t device_memory_budget = 0;
+  // Fill values marking missing points (1e20, nan, ...), when not empty and the mode is lossy:
+  // the graph's predictor takes them instead of its own (Graph::with_fill_values_for). Missing
+  // points stay out of the value range and the bound and come back bit for bit.
   std::vector<double> fill_values;
 };
 

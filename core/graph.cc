@@ -324,6 +324,16 @@ Graph Graph::with_fill_values(const std::vector<double>& values) const {
   return from_json(config);
 }
 
+Graph Graph::with_fill_values_for(const std::vector<double>& values, ErrorMode mode) const {
+  return values.empty() || mode == ErrorMode::lossless ? *this : with_fill_values(values);
+}
+
+MissingValues Graph::missing_values(DType type) const {
+  for (const auto& node : nodes_)
+    if (node.stage->spec().predictor) return node.stage->missing_values(type);
+  return {};
+}
+
 Graph Graph::without_predictor() const {
   nlohmann::json config = to_json();
   std::set<std::string> dropped;                // the predictors, and stages fed by their other outputs

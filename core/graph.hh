@@ -76,6 +76,11 @@ class Graph {
   // (stage "<predictor>-mask") when it names one; the predictor's outputs that no stage reads
   // and the store does not hold yet are stored. Fails (invalid_config) without a predictor.
   Graph with_fill_values(const std::vector<double>& values) const;
+  // The graph a run in `mode` with these fill values uses: with_fill_values(values), or this
+  // graph itself without fill values or in lossless mode (which has no predictor to take them).
+  Graph with_fill_values_for(const std::vector<double>& values, ErrorMode mode) const;
+  // Its predictor's fill values in a field of `type` (none without a predictor).
+  MissingValues missing_values(DType type) const;
 
  private:
   std::string name_;
