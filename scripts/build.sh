@@ -13,8 +13,10 @@ build="${FZG_BUILD_DIR:-build}"
 bash scripts/setup.sh
 [ -d /usr/local/cuda/bin ] && export PATH="/usr/local/cuda/bin:$PATH"
 [ -f "$build/CMakeCache.txt" ] || echo "fzg: configuring $build/ …"
+python=()  # the Python package's extension and tests: for the interpreter with numpy and pytest
+py=$(bash scripts/find-python.sh) && python=(-DPython_EXECUTABLE="$py")
 cmake -S . -B "$build" -G Ninja --no-warn-unused-cli -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" >/dev/null
+  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" "${python[@]}" >/dev/null
 
 live=0
 if [ -t 2 ] && [ "${TERM:-dumb}" != dumb ]; then

@@ -7,7 +7,9 @@
 #   bash tests/python/package_check.sh [PYTHON]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-python=${1:-python3}
+python=${1:-$(bash scripts/find-python.sh)} ||
+  { echo "package_check: no python3 that imports numpy and pytest (run scripts/setup.sh)" >&2; exit 1; }
+echo "package_check: $("$python" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$python" -m venv --system-site-packages "$work/venv"

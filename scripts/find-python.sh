@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Prints the Python interpreter the package's build and tests use: the first of python3 and
+# /usr/bin/python3 that imports numpy and pytest. Debian's packages (scripts/setup.sh) serve
+# Debian's interpreter, and a python3 earlier on PATH (pyenv, say) sees none of them.
+# Prints nothing and exits 1 when neither does.
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c "import numpy, pytest" 2>/dev/null; then
+    command -v "$candidate"
+    exit 0
+  fi
+done
+exit 1
