@@ -7,7 +7,8 @@
 #   bash tests/described_inputs_test.sh FZG
 set -euo pipefail
 fzg=$1
-python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3 with numpy is not installed"; exit 77; }
+py=$(bash "$(dirname "$0")/../scripts/find-python.sh" numpy) || { echo "SKIP: python3 with numpy is not installed"; exit 77; }
+python3() { "$py" "$@"; }  # the interpreter with numpy (Debian's, where pyenv's comes first on PATH)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "described inputs test: $*" >&2; exit 1; }

@@ -6,7 +6,8 @@
 #   bash tests/evaluation_test.sh FZG SOURCE_DIR
 set -euo pipefail
 fzg=$1 src=$2
-python3 -c "import numpy" 2>/dev/null || { echo "SKIP: python3 with numpy is not installed"; exit 77; }
+py=$(bash "$src/scripts/find-python.sh" numpy) || { echo "SKIP: python3 with numpy is not installed"; exit 77; }
+python3() { "$py" "$@"; }  # the interpreter with numpy (Debian's, where pyenv's comes first on PATH)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "evaluation test: $*" >&2; exit 1; }

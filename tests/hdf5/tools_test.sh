@@ -13,6 +13,9 @@ done
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "hdf5 tools test: $*" >&2; exit 1; }
+# Python with numpy (Debian's, where pyenv's comes first on PATH), for the h5py and NetCDF parts.
+py=$(bash "$(dirname "$0")/../../scripts/find-python.sh" numpy) || py=""
+python3() { [ -n "$py" ] && "$py" "$@"; }
 h5repack -f NONE "$filtered" "$dir/plain.h5" || fail "h5repack could not take the filter off"
 # abs 0.01: cd_values mode 1, then the double 0.01's low and high 32 bits.
 h5repack -f /abs:UD=305,0,3,1,1202590843,1065646817 "$dir/plain.h5" "$dir/packed.h5" ||
@@ -39,7 +42,7 @@ fi
 # NetCDF-4 through its own tools (netcdf-bin): nccopy -F puts the filter on a variable ncgen
 # wrote (abs 0.01 as above; set_local adds the type and chunk shape), ncdump -hs shows it as
 # the variable's _Filter, and ncdump reads the values back within 0.01.
-if command -v ncgen >/dev/null && command -v nccopy >/dev/null && command -v ncdump >/dev/null; then
+if [ -n "$py" ] && command -v ncgen >/dev/null && command -v nccopy >/dev/null && command -v ncdump >/dev/null; then
   python3 - "$dir/f.cdl" <<'PY'
 import sys, numpy as np
 a = (np.sin(np.arange(4800) * 0.01) * 30).astype(np.float32)
