@@ -2,6 +2,7 @@
 // escaped where one does), skewed, uniform, single-symbol and all-65536-symbol inputs, odd
 // and prime lengths, the format written by hand, damage and parameters. The GPU's bytes are
 // compared with the CPU's wherever a device is present.
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -9,6 +10,7 @@
 #include "core/registry.hh"
 #include "lossless/huffman/codebook.hh"
 #include "lossless/huffman/huffman.hh"
+#include "lossless/huffman/stored_book.hh"
 #include "test_util.hh"
 
 namespace fzg {
@@ -143,8 +145,10 @@ TEST(Huffman, TheFormatDecodesAsDocumented) {
   std::fill(input.begin() + 32, input.begin() + 64, uint8_t('b'));
   const huffman::Params p = params(1, 1024);
   const std::vector<uint8_t> stream = round_trip(p, input);
-  // Codebook: 'a' (1022 of them) and 'b' (32): both one bit, a = 0, b = 1.
-  const uint32_t head[] = {2, 'a' | 1u << 24, 'b' | 1u << 24};
+  // Codebook: 'a' (1022 of them) and 'b' (32): both one bit, a = 0, b = 1. Stored: 2
+  // entries, 4 bytes of bits: gamma(97 + 1) = 111111 0 010001, gamma(2) = 10 0, then the
+  // lengths: 1 in 4 bits (1000), then the same again (0); LSB first.
+  const uint32_t head[] = {2u | 1u << 31, 4, 0x3Fu | 0x31u << 8 | 0x01u << 16};
   ASSERT_GE(stream.size(), 12u);
   EXPECT_EQ(0, std::memcmp(stream.data(), head, 12));
   // Chunk 0: each lane codes 32 symbols (lane l: symbols l, l + 32, ...): one word each; bit 1
@@ -176,17 +180,80 @@ TEST(Huffman, DamageIsCorruptData) {
         ErrorCode::corrupt_data, "");
   };
   std::vector<uint8_t> bad = good;
-  bad[4 + 3] = 20;  // a code length past the limit
+  bad[0] ^= 1;  // one entry more or fewer than the bits hold
   rejects(bad);
   bad = good;
-  std::swap(bad[4], bad[8]);  // symbols out of order
+  bad[4] |= 2;  // a book size that is no multiple of 4
   rejects(bad);
   bad = good;
-  bad[0] = 0xff;  // more entries than the stream holds
+  bad[6] = 0xff;  // a book larger than the stream
+  rejects(bad);
+  bad = good;
+  bad[8] ^= 0x80;  // the first run's gap: a different book, or one that runs past its bytes
   rejects(bad);
   bad = good;
   bad.resize(bad.size() - 1);
   rejects(bad);
+}
+
+// The stored book alone: any increasing symbols with lengths 1-15 come back as written, in
+// the fewest bytes (its size is where the chunks start); damage is corrupt_data.
+TEST(HuffmanStoredBook, AnyBookComesBackAsWritten) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    const uint32_t S = 1 + trial % 2, escape = 1u << (8 * S);
+    std::vector<uint32_t> entries;
+    const double density = std::ldexp(1.0, -int(rng() % 12));
+    uint32_t length = 1 + rng() % 15;
+    for (uint32_t s = 0; s <= escape; ++s) {
+      if (double(rng() % 1000000) >= density * 1e6 && !(trial % 7 == 0 && s == escape)) continue;
+      if (rng() % 4 == 0) length = 1 + rng() % 15;
+      else if (rng() % 3 == 0) length = std::clamp<uint32_t>(length + (rng() % 2 ? 1 : -1), 1, 15);
+      entries.push_back(s | length << 24);
+    }
+    const std::vector<uint8_t> stored = huffman::write_book(entries);
+    EXPECT_LE(stored.size(), huffman::max_book_bytes(entries.size(), S));
+    EXPECT_EQ(stored.size() % 4, 0u);
+    std::vector<uint8_t> stream = stored;
+    stream.resize(stored.size() + 5, 0xA5);  // what follows the book is not read
+    const huffman::StoredBook back = huffman::read_book(stream.data(), stream.size(), entries.size(), S);
+    ASSERT_EQ(back.entries, entries) << "trial " << trial;
+    EXPECT_EQ(back.bytes, stored.size());
+    if (entries.empty()) continue;
+    testing::expect_error([&] { huffman::read_book(stored.data(), stored.size(), entries.size() - 1, S); },
+                          ErrorCode::corrupt_data, "codebook size");
+    testing::expect_error([&] { huffman::read_book(stored.data(), stored.size() - 1, entries.size(), S); },
+                          ErrorCode::corrupt_data, "codebook");
+  }
+}
+
+TEST(HuffmanStoredBook, ImpossibleBooksAreCorruptData) {
+  auto rejects = [](const std::vector<uint32_t>& entries, uint32_t S, const std::string& what) {
+    const std::vector<uint8_t> stored = huffman::write_book(entries);
+    testing::expect_error([&] { huffman::read_book(stored.data(), stored.size(), 1u << 16, S); },
+                          ErrorCode::corrupt_data, what);
+  };
+  rejects({5}, 2, "code length");                          // length 0
+  rejects({257 | 3u << 24}, 1, "codebook symbols");        // past a byte coder's escape (256)
+  rejects({65535 | 3u << 24, 65536 | 3u << 24, 65537 | 3u << 24}, 2, "codebook symbols");
+  std::vector<uint8_t> stored = huffman::write_book({7 | 2u << 24});
+  stored.back() = 0x80;  // a bit set past the last length
+  testing::expect_error([&] { huffman::read_book(stored.data(), stored.size(), 16, 2); }, ErrorCode::corrupt_data,
+                        "past its end");
+}
+
+// Streams written before the compact book (u32 E, then E u32 entries) still decode.
+TEST(HuffmanStoredBook, TheFirstFormStillDecodes) {
+  std::vector<uint8_t> input(1064, 'a');
+  std::fill(input.begin() + 32, input.begin() + 64, uint8_t('b'));
+  const huffman::Params p = params(1, 1024);
+  std::vector<uint8_t> stream = round_trip(p, input);
+  ASSERT_EQ(stream.size() > 12 && stream[0] == 2 && stream[4] == 4, true);  // 12 bytes of book in either form
+  const uint32_t first_form[] = {2, 'a' | 1u << 24, 'b' | 1u << 24};
+  std::memcpy(stream.data(), first_form, 12);
+  std::vector<uint8_t> out(input.size());
+  huffman::decode_cpu(p, stream.data(), stream.size(), out.data(), out.size());
+  EXPECT_EQ(out, input);
 }
 
 // A byte field's chunks start at odd bytes (333 columns, 7 rows a chunk): the stage's input

@@ -7,12 +7,14 @@
 // by L-bit table lookups, symbol j of the chunk written by lane j % 32, so each step's 32
 // symbols are written together.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/error.hh"
 #include "lossless/huffman/codebook.hh"
 #include "lossless/huffman/histogram.hh"
 #include "lossless/huffman/huffman.hh"
+#include "lossless/huffman/stored_book.hh"
 #include "runtime/timer.hh"
 #include "varlen/chunked_stream.cuh"
 
@@ -210,40 +212,38 @@ Buffer encode_cuda(const Params& p, const uint8_t* input, uint64_t input_bytes, 
   trace::mark("huffman: codebook built");
   const uint32_t E = uint32_t(entries.size()), escape = 1u << (8 * p.symbol_bytes);
   const std::vector<uint64_t> codes = canonical_codes(entries);
-  // One upload: the stream's head (u32 E, the entries) then, 8-byte aligned, the codes.
-  const uint64_t head_words = 1 + E, codes_at = (head_words + 1) / 2;
-  std::vector<uint64_t> up(codes_at + E);
-  auto* head = reinterpret_cast<uint32_t*>(up.data());
-  head[0] = E;
-  std::copy(entries.begin(), entries.end(), head + 1);
+  const std::vector<uint8_t> stored = write_book(entries);  // a multiple of 4 bytes
+  // One upload: the entries, then (8-byte aligned) their codes, then the stored book.
+  const uint64_t codes_at = (uint64_t(E) + 1) / 2, stored_at = codes_at + E;
+  std::vector<uint64_t> up(stored_at + (stored.size() + 7) / 8);
+  std::copy(entries.begin(), entries.end(), reinterpret_cast<uint32_t*>(up.data()));
   std::copy(codes.begin(), codes.end(), up.begin() + codes_at);
+  std::memcpy(up.data() + stored_at, stored.data(), stored.size());
   const Buffer device_up = upload(up, stream);
   Buffer table = Buffer::device(8 * (uint64_t(escape) + 1), stream);
-  encode_table_kernel<<<(escape + 256) / 256, 256, 0, stream>>>(device_up.as<uint32_t>() + 1,
+  encode_table_kernel<<<(escape + 256) / 256, 256, 0, stream>>>(device_up.as<uint32_t>(),
                                                                device_up.as<uint64_t>() + codes_at, E, escape,
                                                                p.symbol_bytes, table.as<uint64_t>());
   FZG_CUDA_CHECK_LAUNCH();
   Buffer out = chunked::encode_cuda(DeviceCoder{p, table.as<uint64_t>(), nullptr, escape}, input, input_bytes, stream,
-                                    4 * head_words);
+                                    stored.size());
   trace::mark("huffman: chunks coded");
-  copy_bytes_async(out.data(), Location::device, device_up.data(), Location::device, 4 * head_words, stream);
+  copy_bytes_async(out.data(), Location::device, device_up.as<uint64_t>() + stored_at, Location::device,
+                   stored.size(), stream);
   return out;
 }
 
 void decode_cuda(const Params& p, const uint8_t* encoded, uint64_t encoded_bytes, uint8_t* output,
                  uint64_t output_bytes, cudaStream_t stream) {
-  require_data(encoded_bytes >= 4, "huffman codebook size");
   // The codebook, read back with one copy: at most its largest size.
-  const uint64_t head_max = std::min<uint64_t>(encoded_bytes, 4 + 4 * max_entries(p, output_bytes));
-  std::vector<uint32_t> head((head_max + 3) / 4);
+  const uint64_t entries_max = max_entries(p, output_bytes);
+  const uint64_t head_max = std::min<uint64_t>(encoded_bytes, max_book_bytes(entries_max, p.symbol_bytes));
+  std::vector<uint8_t> head(head_max);
   copy_bytes(head.data(), Location::host, encoded, Location::device, head_max, stream);
-  const uint32_t entries = head[0];
-  require_data(entries <= max_entries(p, output_bytes) && 4 + 4 * uint64_t(entries) <= encoded_bytes,
-               "huffman codebook size");
-  const Codebook book = codebook_from_entries(std::vector<uint32_t>(head.begin() + 1, head.begin() + 1 + entries),
-                                              p.symbol_bytes, p.max_length);
+  StoredBook stored = read_book(head.data(), head_max, entries_max, p.symbol_bytes);
+  const Codebook book = codebook_from_entries(std::move(stored.entries), p.symbol_bytes, p.max_length);
   const Buffer table = upload(book.decode, stream);
-  const uint64_t at = 4 + 4 * uint64_t(entries);
+  const uint64_t at = stored.bytes;
   chunked::decode_cuda(DeviceCoder{p, nullptr, table.as<uint32_t>(), book.escape}, encoded + at, encoded_bytes - at,
                        output, output_bytes, stream);
 }

@@ -3,8 +3,8 @@
 // length-limited codebook per stream (codebook.hh).
 //
 // Stream:
-//   u32 E                      codebook entries
-//   u32 entries[E]             symbol | length << 24, increasing symbols (the escape is 2^(8S))
+//   the codebook (stored_book.hh): u32 E | 1 << 31, u32 B, B bytes of runs of symbols and
+//                              their code lengths (the escape is symbol 2^(8S))
 //   a chunked stream (varlen/chunked_stream.hh) of the input, whose coded chunks are, for a
 //   chunk of n bytes = m symbols and a tail of n mod S bytes:
 //     u16 words[32]            lane l's code length in u32 words

@@ -7,6 +7,7 @@
 
 #include "core/error.hh"
 #include "lossless/huffman/codebook.hh"
+#include "lossless/huffman/stored_book.hh"
 #include "lossless/huffman/huffman.hh"
 #include "varlen/chunked_stream.hh"
 
@@ -116,30 +117,23 @@ uint64_t max_entries(const Params& p, uint64_t input_bytes) {
 }
 
 uint64_t max_encoded_size(const Params& p, uint64_t input_bytes) {
-  return 4 + 4 * max_entries(p, input_bytes) + chunked::max_encoded_size(input_bytes, p.chunk_bytes);
+  return max_book_bytes(max_entries(p, input_bytes), p.symbol_bytes) +
+         chunked::max_encoded_size(input_bytes, p.chunk_bytes);
 }
 
 Buffer encode_cpu(const Params& p, const uint8_t* input, uint64_t input_bytes) {
   const std::vector<uint64_t> counts = histogram_cpu(p, input, input_bytes);
   const Codebook book = build_codebook(counts.data(), p.symbol_bytes, p.max_length);
-  const uint32_t entries = uint32_t(book.entries.size());
-  Buffer out = chunked::encode_cpu(Coder(p, book), input, input_bytes, 4 + 4 * uint64_t(entries));
-  std::memcpy(out.data(), &entries, 4);
-  if (entries) std::memcpy(out.data() + 4, book.entries.data(), 4 * uint64_t(entries));
+  const std::vector<uint8_t> stored = write_book(book.entries);
+  Buffer out = chunked::encode_cpu(Coder(p, book), input, input_bytes, stored.size());
+  std::memcpy(out.data(), stored.data(), stored.size());
   return out;
 }
 
 void decode_cpu(const Params& p, const uint8_t* stream, uint64_t stream_bytes, uint8_t* output, uint64_t output_bytes) {
-  require_data(stream_bytes >= 4, "huffman codebook size");
-  uint32_t entries;
-  std::memcpy(&entries, stream, 4);
-  require_data(entries <= max_entries(p, output_bytes) && stream_bytes >= 4 + 4 * uint64_t(entries),
-               "huffman codebook size");
-  std::vector<uint32_t> stored(entries);
-  if (entries) std::memcpy(stored.data(), stream + 4, 4 * uint64_t(entries));
-  const Codebook book = codebook_from_entries(std::move(stored), p.symbol_bytes, p.max_length);
-  const uint64_t head = 4 + 4 * uint64_t(entries);
-  chunked::decode_cpu(Coder(p, book), stream + head, stream_bytes - head, output, output_bytes);
+  StoredBook stored = read_book(stream, stream_bytes, max_entries(p, output_bytes), p.symbol_bytes);
+  const Codebook book = codebook_from_entries(std::move(stored.entries), p.symbol_bytes, p.max_length);
+  chunked::decode_cpu(Coder(p, book), stream + stored.bytes, stream_bytes - stored.bytes, output, output_bytes);
 }
 
 }  // namespace fzg::huffman
