@@ -159,6 +159,8 @@ const std::vector<GoldenCase> retired_cases = {
     {"first-huffman-book_ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, "ratio.json"},
     {"first-huffman-book_fill_ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, "ratio.json",
      {NAN, 1e30}},
+    // Lorenzo's codes in field order with fill values (before the data-first order).
+    {"field-order-codes_fill_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, "", {1e30, NAN}},
 };
 
 std::string golden_name(const ::testing::TestParamInfo<GoldenCase>& info) {

@@ -254,6 +254,84 @@ TEST(MissingValues, DamagedMaskStreamsAreCorruptDataNeverACrash) {
   EXPECT_GT(refused, 0u);
 }
 
+// With fill values the codes are in data-first order: the points with data, then the missing
+// ones. The decoder finds the order from the mask: its flags are the field's, for every shape.
+TEST(MissingValues, CodesComeDataFirstAndTheMaskGivesTheOrderBack) {
+  for (const Dims& d : {Dims::make({5000}), Dims::make({67, 45}), Dims::make({33, 17, 9}), Dims::make({1, 1})}) {
+    for (bool scattered : {false, true}) {
+      SCOPED_TRACE(d.to_string() + (scattered ? " scattered" : ""));
+      const std::vector<float> v = masked_field<float>(d, 1e20f, scattered);
+      const MissingValues missing = missing_values_of({1e20}, DType::f32);
+      const uint64_t n = d.count();
+      std::vector<uint8_t> from_field(n), from_mask(n, 7);
+      lorenzo::data_flags_cpu(v.data(), DType::f32, n, missing, from_field.data());
+      Quantization quant;
+      quant.error_bound = 0.01, quant.step = 0.02, quant.min = 0, quant.max = 40;
+      std::vector<uint16_t> codes(n);
+      Buffer mask;
+      lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data(), missing, &mask);
+      lorenzo::mask_data_flags_cpu(mask.data(), mask.size(), d, missing, from_mask.data());
+      EXPECT_EQ(from_mask, from_field);
+      // The tail (the missing points' codes) is mostly the zero delta, the runs coders remove.
+      uint64_t with_data = 0, tail_zeros = 0;
+      for (uint8_t f : from_field) with_data += f;
+      for (uint64_t i = with_data; i < n; ++i) tail_zeros += codes[i] == 0;
+      if (n - with_data > 100) EXPECT_GT(double(tail_zeros), 0.8 * double(n - with_data));
+    }
+  }
+}
+
+TEST(MissingValues, OrderingCodesRoundTripsAnyFlags) {
+  std::mt19937_64 rng(8);
+  for (uint64_t n : {0, 1, 2, 31, 2047, 2048, 2049, 10007}) {
+    std::vector<uint8_t> flags(n);
+    std::vector<uint16_t> codes(n), ordered(n), back(n);
+    for (uint64_t i = 0; i < n; ++i) flags[i] = rng() % 3 != 0, codes[i] = uint16_t(rng());
+    lorenzo::order_codes_cpu(codes.data(), flags.data(), n, true, ordered.data());
+    uint64_t data = 0, missing = 0, with_data = 0;
+    for (uint8_t f : flags) with_data += f;
+    for (uint64_t i = 0; i < n; ++i)  // stable: field order within each part
+      EXPECT_EQ(ordered[flags[i] ? data++ : with_data + missing++], codes[i]) << i;
+    lorenzo::order_codes_cpu(ordered.data(), flags.data(), n, false, back.data());
+    EXPECT_EQ(back, codes);
+  }
+}
+
+TEST(MissingValues, AnUnknownCodeOrderIsCorruptData) {
+  const MissingValues missing = missing_values_of({1e20}, DType::f32);
+  Quantization quant, q;
+  quant.error_bound = 0.01, quant.step = 0.02, quant.min = 0, quant.max = 40;
+  std::vector<uint8_t> header = lorenzo::write_header(quant, missing);
+  MissingValues m;
+  bool data_first = false;
+  lorenzo::read_header(header, &q, &m, &data_first);
+  EXPECT_TRUE(data_first);
+  header.back() = 2;  // the order word's top byte
+  expect_error([&] { lorenzo::read_header(header, &q, &m, &data_first); }, ErrorCode::corrupt_data, "code order");
+  header.resize(header.size() - 8);  // the ninth session's form: field order
+  lorenzo::read_header(header, &q, &m, &data_first);
+  EXPECT_FALSE(data_first);
+}
+
+// The device's flags (from the field, and from the mask) and its order are the CPU's.
+TEST(MissingValues, GpuOrdersCodesAsTheCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  std::mt19937_64 rng(12);
+  for (uint64_t n : {1, 2047, 2048, 2049, 300001}) {
+    std::vector<uint8_t> flags(n);
+    std::vector<uint16_t> codes(n), expected(n);
+    for (uint64_t i = 0; i < n; ++i) flags[i] = rng() % 4 != 0, codes[i] = uint16_t(rng());
+    for (bool to_data_first : {true, false}) {
+      lorenzo::order_codes_cpu(codes.data(), flags.data(), n, to_data_first, expected.data());
+      Buffer f = to_device(Buffer::view(flags.data(), n, Location::host), nullptr);
+      Buffer c = to_device(Buffer::view(codes.data(), 2 * n, Location::host), nullptr);
+      Buffer out = Buffer::device(2 * n, nullptr);
+      lorenzo::order_codes_cuda(c.as<uint16_t>(), f.data(), n, to_data_first, out.as<uint16_t>(), nullptr);
+      EXPECT_EQ(testing::bytes_of(out), testing::bytes_of(Buffer::view(expected.data(), 2 * n, Location::host)));
+    }
+  }
+}
+
 TEST(MissingValues, GpuWritesTheCpuBytes) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
   for (const Dims& d : {Dims::make({5000}), Dims::make({67, 45}), Dims::make({33, 17, 9}), Dims::make({128, 96, 40})}) {

@@ -79,26 +79,34 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid) {
 std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing) {
   std::vector<uint8_t> header = write_quantization(quant);
   if (missing.empty()) return header;
-  const uint64_t count = missing.count;
-  header.resize(quantization_header_bytes + 8 * (1 + count));
+  const uint64_t count = missing.count, data_first = 1;
+  header.resize(quantization_header_bytes + 8 * (2 + count));
   std::memcpy(header.data() + quantization_header_bytes, &count, 8);
   std::memcpy(header.data() + quantization_header_bytes + 8, missing.bits, 8 * count);
+  std::memcpy(header.data() + quantization_header_bytes + 8 * (1 + count), &data_first, 8);
   return header;
 }
 
-void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing) {
+void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing, bool* data_first) {
   require_data(header.size() >= quantization_header_bytes, "lorenzo header size");
   *quant = read_quantization(std::vector<uint8_t>(header.begin(), header.begin() + quantization_header_bytes));
   *missing = MissingValues{};
+  if (data_first) *data_first = false;
   if (header.size() == quantization_header_bytes) return;
   uint64_t count = 0;
   require_data(header.size() >= quantization_header_bytes + 8, "lorenzo header size");
   std::memcpy(&count, header.data() + quantization_header_bytes, 8);
+  const uint64_t fills_end = quantization_header_bytes + 8 * (1 + count);
   require_data(count >= 1 && count <= MissingValues::capacity &&
-                   header.size() == quantization_header_bytes + 8 * (1 + count),
+                   (header.size() == fills_end || header.size() == fills_end + 8),
                "lorenzo fill values");
   missing->count = uint32_t(count);
   std::memcpy(missing->bits, header.data() + quantization_header_bytes + 8, 8 * count);
+  if (header.size() == fills_end) return;  // the first form: codes in field order
+  uint64_t order = 0;
+  std::memcpy(&order, header.data() + fills_end, 8);
+  require_data(order == 1, "lorenzo code order");
+  if (data_first) *data_first = true;
 }
 
 }  // namespace lorenzo
@@ -157,6 +165,7 @@ class LorenzoStage final : public Stage {
         fill.push_back(fill_value_text(ctx.dtype == DType::f32 ? double(setup.missing.value_of<float>(s))
                                                                 : setup.missing.value_of<double>(s)));
       description["fill_values"] = fill;
+      description["codes"] = setup.data_first ? "data first" : "field order";
     }
     return description;
   }
@@ -223,11 +232,13 @@ class LorenzoStage final : public Stage {
         ctx,
         [&] {
           lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims,
-                              setup.quant, inputs[0].data(), mask.data(), mask.size(), setup.missing);
+                              setup.quant, inputs[0].data(), mask.data(), mask.size(), setup.missing,
+                              setup.data_first);
         },
         [&] {
           lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims,
-                               setup.quant, inputs[0].data(), ctx.stream, mask.data(), mask.size(), setup.missing);
+                               setup.quant, inputs[0].data(), ctx.stream, mask.data(), mask.size(), setup.missing,
+                               setup.data_first);
         });
   }
 
@@ -235,12 +246,13 @@ class LorenzoStage final : public Stage {
   struct Setup {
     Quantization quant;
     MissingValues missing;
+    bool data_first = false;  // the codes' order with fill values (lorenzo.hh)
   };
   // The header, checked against the parameters: the fill values it holds are the ones the
   // parameters give, in the field's type (the ports depend on them).
   Setup read(const StageContext& ctx, const std::vector<uint8_t>& header) const {
     Setup setup;
-    lorenzo::read_header(header, &setup.quant, &setup.missing);
+    lorenzo::read_header(header, &setup.quant, &setup.missing, &setup.data_first);
     const MissingValues expected = missing_values(ctx.dtype);
     require_data(setup.missing.count == expected.count &&
                      std::equal(expected.bits, expected.bits + expected.count, setup.missing.bits),

@@ -730,6 +730,26 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
   }
 }
 
+// Each point's flag from its tile's mask: 1 where it holds data (the data-first order's).
+template <int TX, int TY, int TZ>
+__global__ void __launch_bounds__(block_threads) mask_flags_kernel(MaskSource mask, Grid g,
+                                                                   uint8_t* __restrict__ holds_data) {
+  __shared__ uint8_t mask_symbols[TX * TY * TZ];
+  __shared__ MaskRunsShared<TX, TY, TZ> mask_runs;
+  for (uint32_t tile = g.first_tile + blockIdx.x; tile < g.end_tile; tile += gridDim.x) {
+    const TilePlace<TX, TY, TZ> p(g, tile);
+    const uint32_t uniform = uniform_mask_symbol<TX, TY, TZ>(mask, tile);  // uniform across the block
+    if (uniform == no_uniform_symbol) expand_mask<TX, TY, TZ>(mask, tile, mask_runs, mask_symbols);
+    for (uint32_t k = threadIdx.x; k < TX * TY * TZ; k += block_threads) {
+      uint32_t lx, ly, lz;
+      split<TX, TY>(k, lx, ly, lz);
+      const uint32_t symbol = uniform == no_uniform_symbol ? mask_symbols[k] : uniform;
+      if (p.inside(lx, ly, lz)) holds_data[p.global(g, lx, ly, lz)] = symbol == 0;
+    }
+    __syncthreads();  // before the next tile's expansion overwrites the symbols
+  }
+}
+
 // Flags keys that are out of order or name a point outside the field (corrupt input).
 template <int TX, int TY, int TZ>
 __global__ void validate_keys_kernel(const uint64_t* keys, uint64_t count, Grid g, int* bad) {
@@ -994,6 +1014,17 @@ void DeviceDecoder::index_mask(const uint8_t* mask, uint64_t mask_size) {
   require_data(check[1] == 0 && check[0] == tiles * grid_.tile.volume(), "mask runs do not cover the field");
 }
 
+void DeviceDecoder::data_flags(uint8_t* holds_data) const {
+  const uint64_t tiles = grid_.tile_count();
+  const MaskSource mask{mask_runs_.as<uint16_t>(),
+                        mask_index_.as<uint64_t>() + (mask_index_.size() / sizeof(uint64_t) - (tiles + 1)), missing_};
+  const Grid g = device_grid(grid_);
+  with_shape(type_, grid_.dims.rank, [&](auto, auto shape) {
+    using S = decltype(shape);
+    launch_on_tiles(mask_flags_kernel<S::x, S::y, S::z>, g, stream_, mask, g, holds_data);
+  });
+}
+
 void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first,
                                 void* field, uint64_t field_first) {
   if (first_row >= end_row) return;
@@ -1028,14 +1059,27 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
   copy_bytes(totals, Location::host, encoder.totals(), Location::device, sizeof totals, stream);
   trace::mark("lorenzo: outlier totals read");
   if (mask) *mask = encoder.mask(totals[2]);
-  return encoder.outliers(quant, {totals[0], totals[1]});
+  Buffer outliers = encoder.outliers(quant, {totals[0], totals[1]});
+  if (!missing.empty()) {  // data-first order
+    const uint64_t n = dims.count();
+    Buffer holds_data = Buffer::device(n, stream), field_order = Buffer::device(2 * n, stream);
+    data_flags_cuda(field, type, n, missing, holds_data.data(), stream);
+    copy_bytes_async(field_order.data(), Location::device, codes, Location::device, 2 * n, stream);
+    order_codes_cuda(field_order.as<uint16_t>(), holds_data.data(), n, true, codes, stream);
+  }
+  return outliers;
 }
 
 void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                  const Quantization& quant, void* field, cudaStream_t stream, const uint8_t* mask, uint64_t mask_size,
-                 const MissingValues& missing) {
+                 const MissingValues& missing, bool data_first) {
   DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream, mask, mask_size, missing);
-  decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
+  if (missing.empty() || !data_first) return decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
+  const uint64_t n = dims.count();  // back to field order
+  Buffer holds_data = Buffer::device(n, stream), field_order = Buffer::device(2 * n, stream);
+  decoder.data_flags(holds_data.data());
+  order_codes_cuda(codes, holds_data.data(), n, false, field_order.as<uint16_t>(), stream);
+  decoder.decode_rows(0, tile_rows(dims).count, field_order.as<uint16_t>(), 0, field);
 }
 
 }  // namespace fzg::lorenzo

@@ -184,6 +184,18 @@ struct MaskView {
   MissingValues missing;
 };
 
+// Tile t's symbols, one per key, from its runs (mask.hh).
+void expand_tile_mask(const MaskView& mask, const TileGrid& g, uint64_t tile, uint8_t* symbols) {
+  const uint32_t slice = mask_slice_keys(g.tile.x, g.tile.y, g.tile.z);
+  uint32_t l = 0;
+  for (uint64_t r = mask.first[tile]; r < mask.first[tile + 1]; ++r) {
+    const uint32_t length = mask_run_length(mask.runs[r]), difference = mask_run_difference(mask.runs[r]);
+    for (uint32_t k = l; k < l + length; ++k)
+      symbols[k] = uint8_t(mask_symbol(difference, slice && k >= slice ? symbols[k - slice] : 0));
+    l += length;
+  }
+}
+
 template <typename T>
 void decode_tile(const uint16_t* codes, const OutlierView& o, const MaskView& mask, const TileGrid& g, uint64_t tile,
                  const Quantization& quant, T* field) {
@@ -230,18 +242,12 @@ void decode_tile(const uint16_t* codes, const OutlierView& o, const MaskView& ma
                 o.exact_values + sizeof(T) * (k - o.exact_keys), sizeof(T));
   }
   if (!mask.runs) return;
-  const uint32_t slice = mask_slice_keys(s.x, s.y, s.z);
   uint8_t symbols[max_tile_volume];
-  uint32_t l = 0;
-  for (uint64_t r = mask.first[tile]; r < mask.first[tile + 1]; ++r) {
-    const uint32_t length = mask_run_length(mask.runs[r]), difference = mask_run_difference(mask.runs[r]);
-    for (uint32_t k = l; k < l + length; ++k) {
-      symbols[k] = uint8_t(mask_symbol(difference, slice && k >= slice ? symbols[k - slice] : 0));
-      if (!symbols[k] || !inside_tile(s, b, k)) continue;
-      const uint32_t x = k % s.x, y = (k / s.x) % s.y, z = k / (s.x * s.y);
-      field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] = mask.missing.value_of<T>(symbols[k]);
-    }
-    l += length;
+  expand_tile_mask(mask, g, tile, symbols);
+  for (uint32_t k = 0; k < s.volume(); ++k) {
+    if (!symbols[k] || !inside_tile(s, b, k)) continue;
+    const uint32_t x = k % s.x, y = (k / s.x) % s.y, z = k / (s.x * s.y);
+    field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] = mask.missing.value_of<T>(symbols[k]);
   }
 }
 
@@ -278,31 +284,98 @@ void decode_typed(const uint16_t* codes, const OutlierView& view, const MaskView
   for (int64_t tile = 0; tile < tiles; ++tile) decode_tile(codes, view, mask, grid, uint64_t(tile), quant, field);
 }
 
+// A mask stream's runs, aligned (a stored stream may start at any byte) and indexed.
+struct AlignedMask {
+  std::vector<uint16_t> bytes;
+  MaskView view;
+  AlignedMask(const uint8_t* mask, uint64_t mask_size, const Dims& dims, const MissingValues& missing)
+      : bytes((mask_size + 1) / 2) {
+    if (mask_size > 0) std::memcpy(bytes.data(), mask, mask_size);
+    view = read_mask(reinterpret_cast<const uint8_t*>(bytes.data()), mask_size, TileGrid(dims), missing);
+  }
+};
+
+template <typename T>
+void data_flags_typed(const T* field, uint64_t n, const MissingValues& missing, uint8_t* holds_data) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < int64_t(n); ++i) holds_data[i] = missing.symbol_of(field[i]) == 0;
+}
+
 }  // namespace
+
+void data_flags_cpu(const void* field, DType type, uint64_t n, const MissingValues& missing, uint8_t* holds_data) {
+  if (type == DType::f32) return data_flags_typed(static_cast<const float*>(field), n, missing, holds_data);
+  data_flags_typed(static_cast<const double*>(field), n, missing, holds_data);
+}
+
+void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& dims, const MissingValues& missing,
+                         uint8_t* holds_data) {
+  const AlignedMask aligned(mask, mask_size, dims, missing);
+  const TileGrid g(dims);
+  const TileShape s = g.tile;
+#pragma omp parallel for schedule(static)
+  for (int64_t tile = 0; tile < int64_t(g.tile_count()); ++tile) {
+    uint8_t symbols[max_tile_volume];
+    expand_tile_mask(aligned.view, g, uint64_t(tile), symbols);
+    const TileBox b = tile_box(g, uint64_t(tile));
+    for (uint32_t z = 0; z < b.ez; ++z)
+      for (uint32_t y = 0; y < b.ey; ++y)
+        for (uint32_t x = 0; x < b.ex; ++x)
+          holds_data[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] =
+              symbols[x + s.x * (y + s.y * z)] == 0;
+  }
+}
+
+void order_codes_cpu(const uint16_t* in, const uint8_t* holds_data, uint64_t n, bool to_data_first, uint16_t* out) {
+  uint64_t with_data = 0;
+  for (uint64_t i = 0; i < n; ++i) with_data += holds_data[i];
+  uint64_t data_at = 0, missing_at = with_data;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t j = holds_data[i] ? data_at++ : missing_at++;
+    if (to_data_first) out[j] = in[i];
+    else out[i] = in[j];
+  }
+}
 
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                   const MissingValues& missing, Buffer* mask) {
-  if (type == DType::f32) return encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, mask);
-  return encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, mask);
+  Buffer outliers = type == DType::f32
+                        ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, mask)
+                        : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, mask);
+  if (!missing.empty()) {  // data-first order
+    const uint64_t n = dims.count();
+    std::vector<uint8_t> holds_data(n);
+    data_flags_cpu(field, type, n, missing, holds_data.data());
+    const std::vector<uint16_t> field_order(codes, codes + n);
+    order_codes_cpu(field_order.data(), holds_data.data(), n, true, codes);
+  }
+  return outliers;
 }
 
 void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                 const Quantization& quant, void* field, const uint8_t* mask, uint64_t mask_size,
-                const MissingValues& missing) {
+                const MissingValues& missing, bool data_first) {
   // The stream is copied so that its arrays are aligned whatever the container's offsets.
   std::vector<uint64_t> aligned((outliers_size + 7) / 8);
   if (outliers_size > 0) std::memcpy(aligned.data(), outliers, outliers_size);  // an empty stream has no data pointer
   const OutlierView view = parse_outliers(reinterpret_cast<const uint8_t*>(aligned.data()), outliers_size, type);
   validate_outlier_keys(view, TileGrid(dims));
-  std::vector<uint16_t> mask_aligned;
-  MaskView mask_view;
-  if (!missing.empty()) {
-    mask_aligned.resize((mask_size + 1) / 2);
-    if (mask_size > 0) std::memcpy(mask_aligned.data(), mask, mask_size);
-    mask_view = read_mask(reinterpret_cast<const uint8_t*>(mask_aligned.data()), mask_size, TileGrid(dims), missing);
+  if (missing.empty()) {
+    if (type == DType::f32) return decode_typed(codes, view, MaskView{}, dims, quant, static_cast<float*>(field));
+    return decode_typed(codes, view, MaskView{}, dims, quant, static_cast<double*>(field));
   }
-  if (type == DType::f32) return decode_typed(codes, view, mask_view, dims, quant, static_cast<float*>(field));
-  decode_typed(codes, view, mask_view, dims, quant, static_cast<double*>(field));
+  const AlignedMask runs(mask, mask_size, dims, missing);
+  std::vector<uint16_t> field_order;
+  if (data_first) {  // back to field order
+    const uint64_t n = dims.count();
+    std::vector<uint8_t> holds_data(n);
+    mask_data_flags_cpu(mask, mask_size, dims, missing, holds_data.data());
+    field_order.resize(n);
+    order_codes_cpu(codes, holds_data.data(), n, false, field_order.data());
+    codes = field_order.data();
+  }
+  if (type == DType::f32) return decode_typed(codes, view, runs.view, dims, quant, static_cast<float*>(field));
+  decode_typed(codes, view, runs.view, dims, quant, static_cast<double*>(field));
 }
 
 }  // namespace fzg::lorenzo
