@@ -254,9 +254,10 @@ TEST(MissingValues, DamagedMaskStreamsAreCorruptDataNeverACrash) {
   EXPECT_GT(refused, 0u);
 }
 
-// With fill values the codes are in data-first order: the points with data, then the missing
-// ones. The decoder finds the order from the mask: its flags are the field's, for every shape.
-TEST(MissingValues, CodesComeDataFirstAndTheMaskGivesTheOrderBack) {
+// With fill values the codes are those of the points with data only: a missing point takes
+// its own prediction, so its delta is 0 and the decoder puts it back where the mask says.
+// The decoder's flags from the mask are the field's, for every shape.
+TEST(MissingValues, OnlyThePointsWithDataHaveCodesAndTheMaskSaysWhich) {
   for (const Dims& d : {Dims::make({5000}), Dims::make({67, 45}), Dims::make({33, 17, 9}), Dims::make({1, 1})}) {
     for (bool scattered : {false, true}) {
       SCOPED_TRACE(d.to_string() + (scattered ? " scattered" : ""));
@@ -268,67 +269,87 @@ TEST(MissingValues, CodesComeDataFirstAndTheMaskGivesTheOrderBack) {
       Quantization quant;
       quant.error_bound = 0.01, quant.step = 0.02, quant.min = 0, quant.max = 40;
       std::vector<uint16_t> codes(n);
+      uint64_t coded = 0;
       Buffer mask;
-      lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data(), missing, &mask);
+      const Buffer outliers = lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data(), &coded, missing, &mask);
       lorenzo::mask_data_flags_cpu(mask.data(), mask.size(), d, missing, from_mask.data());
       EXPECT_EQ(from_mask, from_field);
-      // The tail (the missing points' codes) is mostly the zero delta, the runs coders remove.
-      uint64_t with_data = 0, tail_zeros = 0;
+      uint64_t with_data = 0;
       for (uint8_t f : from_field) with_data += f;
-      for (uint64_t i = with_data; i < n; ++i) tail_zeros += codes[i] == 0;
-      if (n - with_data > 100) EXPECT_GT(double(tail_zeros), 0.8 * double(n - with_data));
+      EXPECT_EQ(coded, with_data);
+      // The same field coded with every point's code (no fill values: the fill value is data
+      // there, so compare only what does not depend on it): decoding the data codes gives back
+      // every point with data within the bound and every missing point exactly.
+      std::vector<float> back(n);
+      lorenzo::decode_cpu(codes.data(), coded, outliers.data(), outliers.size(), DType::f32, d, quant, back.data(),
+                          mask.data(), mask.size(), missing);
+      for (uint64_t i = 0; i < n; ++i) {
+        if (from_field[i]) EXPECT_LE(std::fabs(double(back[i]) - double(v[i])), quant.error_bound) << i;
+        else EXPECT_EQ(bits_of(back[i]), bits_of(v[i])) << i;
+      }
+      // Fewer codes than the mask's points with data are corrupt data, never a read past them.
+      if (coded > 0)
+        expect_error([&] { lorenzo::decode_cpu(codes.data(), coded - 1, outliers.data(), outliers.size(), DType::f32,
+                                               d, quant, back.data(), mask.data(), mask.size(), missing); },
+                     ErrorCode::corrupt_data, "codes size");
     }
   }
 }
 
-TEST(MissingValues, OrderingCodesRoundTripsAnyFlags) {
+TEST(MissingValues, GatheringAndScatteringCodesRoundTripsAnyFlags) {
   std::mt19937_64 rng(8);
   for (uint64_t n : {0, 1, 2, 31, 2047, 2048, 2049, 10007}) {
     std::vector<uint8_t> flags(n);
-    std::vector<uint16_t> codes(n), ordered(n), back(n);
-    for (uint64_t i = 0; i < n; ++i) flags[i] = rng() % 3 != 0, codes[i] = uint16_t(rng());
-    lorenzo::order_codes_cpu(codes.data(), flags.data(), n, true, ordered.data());
-    uint64_t data = 0, missing = 0, with_data = 0;
-    for (uint8_t f : flags) with_data += f;
-    for (uint64_t i = 0; i < n; ++i)  // stable: field order within each part
-      EXPECT_EQ(ordered[flags[i] ? data++ : with_data + missing++], codes[i]) << i;
-    lorenzo::order_codes_cpu(ordered.data(), flags.data(), n, false, back.data());
+    std::vector<uint16_t> codes(n), data(n), back(n);
+    for (uint64_t i = 0; i < n; ++i) flags[i] = rng() % 3 != 0, codes[i] = flags[i] ? uint16_t(rng()) : 0;
+    const uint64_t count = lorenzo::gather_data_codes_cpu(codes.data(), flags.data(), n, data.data());
+    uint64_t j = 0;
+    for (uint64_t i = 0; i < n; ++i)
+      if (flags[i]) EXPECT_EQ(data[j++], codes[i]) << i;
+    EXPECT_EQ(count, j);
+    lorenzo::scatter_data_codes_cpu(data.data(), count, flags.data(), n, back.data());
     EXPECT_EQ(back, codes);
+    if (n > 0) expect_error([&] { lorenzo::scatter_data_codes_cpu(data.data(), count + 1, flags.data(), n, back.data()); },
+                            ErrorCode::corrupt_data, "codes size");
   }
 }
 
-TEST(MissingValues, AnUnknownCodeOrderIsCorruptData) {
+TEST(MissingValues, AnUnknownCodeFormIsCorruptData) {
   const MissingValues missing = missing_values_of({1e20}, DType::f32);
   Quantization quant, q;
   quant.error_bound = 0.01, quant.step = 0.02, quant.min = 0, quant.max = 40;
   std::vector<uint8_t> header = lorenzo::write_header(quant, missing);
   MissingValues m;
-  bool data_first = false;
-  lorenzo::read_header(header, &q, &m, &data_first);
-  EXPECT_TRUE(data_first);
-  header.back() = 2;  // the order word's top byte
-  expect_error([&] { lorenzo::read_header(header, &q, &m, &data_first); }, ErrorCode::corrupt_data, "code order");
-  header.resize(header.size() - 8);  // the ninth session's form: field order
-  lorenzo::read_header(header, &q, &m, &data_first);
-  EXPECT_FALSE(data_first);
+  bool data_only = false;
+  lorenzo::read_header(header, &q, &m, &data_only);
+  EXPECT_TRUE(data_only);
+  header.back() = 2;  // the form word's top byte
+  expect_error([&] { lorenzo::read_header(header, &q, &m, &data_only); }, ErrorCode::corrupt_data, "code order");
+  header.resize(header.size() - 8);  // the ninth session's form: every point's code
+  lorenzo::read_header(header, &q, &m, &data_only);
+  EXPECT_FALSE(data_only);
 }
 
-// The device's flags (from the field, and from the mask) and its order are the CPU's.
-TEST(MissingValues, GpuOrdersCodesAsTheCpu) {
+// The device's flags (from the field, and from the mask) and its gather and scatter are the CPU's.
+TEST(MissingValues, GpuGathersAndScattersCodesAsTheCpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
   std::mt19937_64 rng(12);
   for (uint64_t n : {1, 2047, 2048, 2049, 300001}) {
     std::vector<uint8_t> flags(n);
-    std::vector<uint16_t> codes(n), expected(n);
-    for (uint64_t i = 0; i < n; ++i) flags[i] = rng() % 4 != 0, codes[i] = uint16_t(rng());
-    for (bool to_data_first : {true, false}) {
-      lorenzo::order_codes_cpu(codes.data(), flags.data(), n, to_data_first, expected.data());
-      Buffer f = to_device(Buffer::view(flags.data(), n, Location::host), nullptr);
-      Buffer c = to_device(Buffer::view(codes.data(), 2 * n, Location::host), nullptr);
-      Buffer out = Buffer::device(2 * n, nullptr);
-      lorenzo::order_codes_cuda(c.as<uint16_t>(), f.data(), n, to_data_first, out.as<uint16_t>(), nullptr);
-      EXPECT_EQ(testing::bytes_of(out), testing::bytes_of(Buffer::view(expected.data(), 2 * n, Location::host)));
-    }
+    std::vector<uint16_t> codes(n), data(n);
+    for (uint64_t i = 0; i < n; ++i) flags[i] = rng() % 4 != 0, codes[i] = flags[i] ? uint16_t(rng()) : 0;
+    const uint64_t count = lorenzo::gather_data_codes_cpu(codes.data(), flags.data(), n, data.data());
+    Buffer f = to_device(Buffer::view(flags.data(), n, Location::host), nullptr);
+    Buffer c = to_device(Buffer::view(codes.data(), 2 * n, Location::host), nullptr);
+    Buffer gathered = Buffer::device(2 * n, nullptr), scattered = Buffer::device(2 * n, nullptr);
+    EXPECT_EQ(lorenzo::gather_data_codes_cuda(c.as<uint16_t>(), f.data(), n, gathered.as<uint16_t>(), nullptr), count);
+    std::vector<uint8_t> got = testing::bytes_of(gathered);
+    EXPECT_EQ(0, std::memcmp(got.data(), data.data(), 2 * count));
+    lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count, f.data(), n, scattered.as<uint16_t>(), nullptr);
+    EXPECT_EQ(testing::bytes_of(scattered), testing::bytes_of(Buffer::view(codes.data(), 2 * n, Location::host)));
+    expect_error([&] { lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count + 1, f.data(), n,
+                                                        scattered.as<uint16_t>(), nullptr); },
+                 ErrorCode::corrupt_data, "codes size");
   }
 }
 

@@ -91,7 +91,8 @@ TEST(Lorenzo, LinearRampCodesAreZeroInsideTiles3D) {
   Quantization quant;
   quant.error_bound = 0.25;
   quant.step = 0.5;
-  lorenzo::encode_cpu(v.data(), DType::f64, d, quant, codes.data());
+  uint64_t coded = 0;
+  lorenzo::encode_cpu(v.data(), DType::f64, d, quant, codes.data(), &coded);
   for (uint64_t z = 1; z < 8; ++z)
     for (uint64_t y = 1; y < 8; ++y)
       for (uint64_t x = 1; x < 32; ++x) EXPECT_EQ(codes[x + 32 * (y + 8 * z)], 0) << x << "," << y << "," << z;
@@ -105,12 +106,13 @@ TEST(Lorenzo, LargeJumpsBecomeEscapesAndRoundTrip) {
   quant.error_bound = 0.01;
   quant.step = 0.02;
   std::vector<uint16_t> codes(d.count());
-  const Buffer outliers = lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data());
+  uint64_t coded = 0;
+  const Buffer outliers = lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data(), &coded);
   const lorenzo::OutlierView view = lorenzo::parse_outliers(outliers.data(), outliers.size(), DType::f32);
   EXPECT_GT(view.counts.escapes, 4000u);
   EXPECT_EQ(view.counts.exacts, 0u);
   std::vector<float> back(d.count());
-  lorenzo::decode_cpu(codes.data(), outliers.data(), outliers.size(), DType::f32, d, quant, back.data());
+  lorenzo::decode_cpu(codes.data(), coded, outliers.data(), outliers.size(), DType::f32, d, quant, back.data());
   EXPECT_EQ(testing::count_violations(v.data(), back.data(), v.size(), quant.error_bound), 0u);
 }
 
@@ -123,15 +125,16 @@ TEST(Lorenzo, UnsortedOutlierKeysAreCorruptData) {
   quant.error_bound = 0.1;
   quant.step = 0.2;
   std::vector<uint16_t> codes(100);
-  Buffer outliers = lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data());
+  uint64_t coded = 0;
+  Buffer outliers = lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data(), &coded);
   uint64_t* keys = reinterpret_cast<uint64_t*>(outliers.data() + 16);
   std::swap(keys[0], keys[1]);
   std::vector<float> back(100);
-  EXPECT_THROW(lorenzo::decode_cpu(codes.data(), outliers.data(), outliers.size(), DType::f32, d, quant, back.data()),
+  EXPECT_THROW(lorenzo::decode_cpu(codes.data(), coded, outliers.data(), outliers.size(), DType::f32, d, quant, back.data()),
                Error);
   std::swap(keys[0], keys[1]);
   keys[1] = 100;  // past the field's end
-  EXPECT_THROW(lorenzo::decode_cpu(codes.data(), outliers.data(), outliers.size(), DType::f32, d, quant, back.data()),
+  EXPECT_THROW(lorenzo::decode_cpu(codes.data(), coded, outliers.data(), outliers.size(), DType::f32, d, quant, back.data()),
                Error);
 }
 

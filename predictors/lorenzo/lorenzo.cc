@@ -79,19 +79,19 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid) {
 std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing) {
   std::vector<uint8_t> header = write_quantization(quant);
   if (missing.empty()) return header;
-  const uint64_t count = missing.count, data_first = 1;
+  const uint64_t count = missing.count, data_only = 1;
   header.resize(quantization_header_bytes + 8 * (2 + count));
   std::memcpy(header.data() + quantization_header_bytes, &count, 8);
   std::memcpy(header.data() + quantization_header_bytes + 8, missing.bits, 8 * count);
-  std::memcpy(header.data() + quantization_header_bytes + 8 * (1 + count), &data_first, 8);
+  std::memcpy(header.data() + quantization_header_bytes + 8 * (1 + count), &data_only, 8);
   return header;
 }
 
-void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing, bool* data_first) {
+void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing, bool* data_only) {
   require_data(header.size() >= quantization_header_bytes, "lorenzo header size");
   *quant = read_quantization(std::vector<uint8_t>(header.begin(), header.begin() + quantization_header_bytes));
   *missing = MissingValues{};
-  if (data_first) *data_first = false;
+  if (data_only) *data_only = false;
   if (header.size() == quantization_header_bytes) return;
   uint64_t count = 0;
   require_data(header.size() >= quantization_header_bytes + 8, "lorenzo header size");
@@ -102,11 +102,11 @@ void read_header(const std::vector<uint8_t>& header, Quantization* quant, Missin
                "lorenzo fill values");
   missing->count = uint32_t(count);
   std::memcpy(missing->bits, header.data() + quantization_header_bytes + 8, 8 * count);
-  if (header.size() == fills_end) return;  // the first form: codes in field order
+  if (header.size() == fills_end) return;  // the first form: every point's code, in field order
   uint64_t order = 0;
   std::memcpy(&order, header.data() + fills_end, 8);
   require_data(order == 1, "lorenzo code order");
-  if (data_first) *data_first = true;
+  if (data_only) *data_only = true;
 }
 
 }  // namespace lorenzo
@@ -165,7 +165,7 @@ class LorenzoStage final : public Stage {
         fill.push_back(fill_value_text(ctx.dtype == DType::f32 ? double(setup.missing.value_of<float>(s))
                                                                 : setup.missing.value_of<double>(s)));
       description["fill_values"] = fill;
-      description["codes"] = setup.data_first ? "data first" : "field order";
+      description["codes"] = setup.data_only ? "points with data" : "every point";
     }
     return description;
   }
@@ -201,21 +201,24 @@ class LorenzoStage final : public Stage {
     const Setup setup = read(ctx, *ctx.header);
     const bool masked = !setup.missing.empty();
     Buffer mask;
+    uint64_t code_count = n;
     std::vector<Buffer> outputs = on_backend(
         ctx,
         [&] {
           Buffer codes = Buffer::host(2 * n);
           Buffer outliers = lorenzo::encode_cpu(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
-                                                codes.as<uint16_t>(), setup.missing, masked ? &mask : nullptr);
+                                                codes.as<uint16_t>(), &code_count, setup.missing,
+                                                masked ? &mask : nullptr);
           return std::vector<Buffer>{codes, outliers};
         },
         [&] {
           Buffer codes = Buffer::device(2 * n, ctx.stream);
           Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
-                                                 codes.as<uint16_t>(), ctx.stream, setup.missing,
+                                                 codes.as<uint16_t>(), &code_count, ctx.stream, setup.missing,
                                                  masked ? &mask : nullptr);
           return std::vector<Buffer>{codes, outliers};
         });
+    outputs[0].shrink(2 * code_count);
     if (masked) outputs.push_back(mask);
     return outputs;
   }
@@ -223,7 +226,7 @@ class LorenzoStage final : public Stage {
   void decode(const StageContext& ctx, const std::vector<Buffer>& outputs, std::vector<Buffer>& inputs) const override {
     check_field(ctx);
     const uint64_t n = ctx.dims.count();
-    require_data(outputs.at(0).size() == 2 * n, "lorenzo codes size");
+    require_data(outputs.at(0).size() % 2 == 0 && outputs.at(0).size() <= 2 * n, "lorenzo codes size");
     require_data(inputs.at(0).size() == n * dtype_size(ctx.dtype), "lorenzo field size");
     const Setup setup = read(ctx, *ctx.header);
     const Buffer& outliers = outputs.at(1);
@@ -231,14 +234,14 @@ class LorenzoStage final : public Stage {
     on_backend(
         ctx,
         [&] {
-          lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims,
-                              setup.quant, inputs[0].data(), mask.data(), mask.size(), setup.missing,
-                              setup.data_first);
+          lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
+                              ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), mask.data(), mask.size(),
+                              setup.missing, setup.data_only);
         },
         [&] {
-          lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outliers.data(), outliers.size(), ctx.dtype, ctx.dims,
-                               setup.quant, inputs[0].data(), ctx.stream, mask.data(), mask.size(), setup.missing,
-                               setup.data_first);
+          lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
+                               ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), ctx.stream, mask.data(),
+                               mask.size(), setup.missing, setup.data_only);
         });
   }
 
@@ -246,13 +249,13 @@ class LorenzoStage final : public Stage {
   struct Setup {
     Quantization quant;
     MissingValues missing;
-    bool data_first = false;  // the codes' order with fill values (lorenzo.hh)
+    bool data_only = false;  // with fill values: codes of the points with data only (lorenzo.hh)
   };
   // The header, checked against the parameters: the fill values it holds are the ones the
   // parameters give, in the field's type (the ports depend on them).
   Setup read(const StageContext& ctx, const std::vector<uint8_t>& header) const {
     Setup setup;
-    lorenzo::read_header(header, &setup.quant, &setup.missing, &setup.data_first);
+    lorenzo::read_header(header, &setup.quant, &setup.missing, &setup.data_only);
     const MissingValues expected = missing_values(ctx.dtype);
     require_data(setup.missing.count == expected.count &&
                      std::equal(expected.bits, expected.bits + expected.count, setup.missing.bits),

@@ -61,10 +61,9 @@ struct QuantConstants {
   double inverse_step, step, error_bound, accept_below;
 };
 
-// The fill values and the q of a missing point with no point holding data in its warp.
+// The fill values (a missing point's q is its own prediction: predict_missing).
 struct FillRule {
   MissingValues missing;
-  int32_t q_missing;
 };
 
 template <typename T>
@@ -203,8 +202,8 @@ struct Strip {
 // at a time, each behind its own branch: computing all of them branch-free lets the compiler
 // interleave eight chains of double arithmetic, which doubles the registers and halves the
 // resident blocks (measured slower, 298 -> 323 us).
-// With `Fill`, missing points are not quantized: each takes the q of a point with data among
-// its warp's 32 (mask.hh), and its symbol (4 bits per k) goes to `symbols`.
+// With `Fill`, missing points are not quantized (q 0 until predict_missing gives them their
+// prediction), and their symbols (4 bits per k) go to `symbols`.
 template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ uint32_t prequantize_strip(const T* field, const Strip<TX, TY, TZ>& strip, const QuantConstants& c,
                                       const FillRule& fill, int32_t (&q)[Strip<TX, TY, TZ>::per_thread],
@@ -224,14 +223,7 @@ __device__ uint32_t prequantize_strip(const T* field, const Strip<TX, TY, TZ>& s
       if constexpr (Fill) symbol = fill.missing.symbol_of(values[k]);
       if (!symbol) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &q[k]);
     }
-    if constexpr (Fill) {
-      const uint32_t lane = threadIdx.x % 32;
-      const uint32_t with_data = __ballot_sync(0xffffffffu, (Whole || strip.inside(k)) && symbol == 0);
-      const int source = source_lane(with_data, lane);
-      const int32_t copied = __shfl_sync(0xffffffffu, q[k], source < 0 ? int(lane) : source);
-      if (symbol) q[k] = source < 0 ? fill.q_missing : copied;
-      symbols |= symbol << (4 * k);
-    }
+    if constexpr (Fill) symbols |= symbol << (4 * k);
   }
   return exacts;
 }
@@ -269,6 +261,49 @@ __device__ void column_deltas(int32_t (&q)[Strip<TX, TY, TZ>::per_thread], const
   for (int k = 0; k < n; ++k) q[k] = wrapping_sub(q[k], strip.ly == 0 ? 0 : plane[strip.local(k) - TX]);
 }
 
+// The missing points of a tile that has points of both kinds take their own Lorenzo
+// prediction as q (mask.hh), in raster order so that each sees its neighbours final: warp 0
+// walks the tile's rows (y, then z); in a row of 32 points a missing point's q is its left
+// neighbour's plus D, where D is the rest of its prediction (rows and planes before, final),
+// and a point with data keeps its own: a segmented scan over the lanes. 1D tiles are one row
+// of 2048 points, 64 steps of 32 lanes, each carrying the last q of the step before (D = 0).
+// `symbols` by key (shared memory); the halo holds the tile's q. The whole block calls it.
+template <int TX, int TY, int TZ>
+__device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePlace<TX, TY, TZ>& p) {
+  using H = Halo<TX, TY, TZ>;
+  constexpr uint32_t steps_per_row = TX / 32, steps = steps_per_row * TY * TZ;
+  static_assert(TX % 32 == 0, "rows of whole warps");
+  if (threadIdx.x < 32) {
+    const uint32_t lane = threadIdx.x;
+    uint32_t carry = 0;  // q of the point before this step's lane 0 (0 at a row's start: outside the tile)
+    for (uint32_t step = 0; step < steps; ++step) {
+      const uint32_t row = step / steps_per_row, part = step % steps_per_row;
+      const uint32_t lx = part * 32 + lane, ly = row % TY, lz = row / TY;
+      if (part == 0) carry = 0;
+      const int c = H::at(lx, ly, lz);
+      const bool missing = p.inside(lx, ly, lz) && symbols[lx + TX * (ly + TY * lz)] != 0;
+      uint32_t d = 0;  // the prediction less q(x - 1): only rows and planes before
+      if constexpr (TY > 1) d += uint32_t(h[c - H::dy]) - uint32_t(h[c - 1 - H::dy]);
+      if constexpr (TZ > 1)
+        d += uint32_t(h[c - H::dz]) - uint32_t(h[c - 1 - H::dz]) - uint32_t(h[c - H::dy - H::dz]) +
+             uint32_t(h[c - 1 - H::dy - H::dz]);
+      uint32_t v = missing ? d : uint32_t(h[c]);
+      bool started = !missing;  // a point with data at or before this lane (within the step)
+#pragma unroll
+      for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+        const uint32_t up = __shfl_up_sync(0xffffffffu, v, offset);
+        const bool up_started = __shfl_up_sync(0xffffffffu, started, offset);
+        if (lane >= offset && !started) v += up, started = up_started;
+      }
+      if (!started) v += carry;  // the run of missing points began in an earlier step
+      if (missing) h[c] = int32_t(v);
+      carry = __shfl_sync(0xffffffffu, v, 31);
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+}
+
 // One tile's codes; returns this thread's escape and exact counts, packed. A 3D tile keeps
 // z and x in registers (column_deltas); 1D and 2D tiles go through the bordered shared tile.
 // With `Fill`, the points' symbols go to `tile_symbols` (one byte per key, 0 outside the field).
@@ -280,7 +315,22 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
   const Strip<TX, TY, TZ> strip(g, p);
   int32_t delta[Strip<TX, TY, TZ>::per_thread];
   uint32_t exacts, symbols;
-  if constexpr (TZ > 1) {
+  if constexpr (Fill) {
+    // Every rank through the bordered tile: the missing points' q need the whole tile.
+    exacts = load_tile<Whole, Fill>(field, g, p, c, fill, q, symbols);
+    bool any_missing = false, any_data = false;
+#pragma unroll
+    for (int k = 0; k < strip.per_thread; ++k) {
+      const uint32_t symbol = symbols >> (4 * k) & 0xfu;
+      tile_symbols[strip.local(k)] = uint8_t(symbol);
+      any_missing = any_missing || symbol != 0;
+      any_data = any_data || ((Whole || strip.inside(k)) && symbol == 0);
+    }
+    const bool mixed = __syncthreads_or(any_missing) && __syncthreads_or(any_data);
+    if (mixed) predict_missing<TX, TY, TZ>(q, tile_symbols, p);  // uniform across the block
+#pragma unroll
+    for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
+  } else if constexpr (TZ > 1) {
     exacts = prequantize_strip<Whole, Fill>(field, strip, c, fill, delta, symbols);
     column_deltas(delta, strip, q);
   } else {
@@ -293,7 +343,6 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
   uint16_t* dst = codes + (strip.global0 - g.codes_first);
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
-    if constexpr (Fill) tile_symbols[strip.local(k)] = uint8_t(symbols >> (4 * k) & 0xfu);
     if (!Whole && !strip.inside(k)) continue;
     uint16_t code;
     escapes += !encode_delta(delta[k], &code);
@@ -434,11 +483,24 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
   __shared__ int32_t q[H::size];
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
+  __shared__ uint8_t tile_symbols[Fill ? TX * TY * TZ : 1];
   H::clear(q);
   for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
     if (tile_counts[p.index] == 0) return;  // uniform across the block
     uint32_t symbols;
     load_tile<false, Fill>(field, g, p, c, fill, q, symbols);
+    if constexpr (Fill) {  // the missing points' q as the encode gave them
+      const Strip<TX, TY, TZ> strip(g, p);
+      bool any_missing = false, any_data = false;
+#pragma unroll
+      for (int k = 0; k < strip.per_thread; ++k) {
+        const uint32_t symbol = symbols >> (4 * k) & 0xfu;
+        tile_symbols[strip.local(k)] = uint8_t(symbol);
+        any_missing = any_missing || symbol != 0;
+        any_data = any_data || (strip.inside(k) && symbol == 0);
+      }
+      if (__syncthreads_or(any_missing) && __syncthreads_or(any_data)) predict_missing<TX, TY, TZ>(q, tile_symbols, p);
+    }
     __syncthreads();
     uint64_t next_escape = offsets[p.index].escapes, next_exact = offsets[p.index].exacts;
     for (uint32_t base = 0; base < TX * TY * TZ; base += block_threads) {
@@ -888,7 +950,7 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
-  const FillRule fill{missing_, missing_quantum(quant)};
+  const FillRule fill{missing_};
   MaskScratch scratch{nullptr, nullptr};
   if (!missing_.empty()) scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs()};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
@@ -914,7 +976,7 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
   // Where each tile's outliers go: the shared scan of the per-tile counts.
   varlen::exclusive_scan(TileCounts{tile_counts(), tiles}, tiles, offsets.as<OutlierCounts>(), OutlierCounts{0, 0},
                          varlen::Plus{}, stream_);
-  const FillRule fill{missing_, missing_quantum(quant)};
+  const FillRule fill{missing_};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
@@ -1052,7 +1114,7 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
 }
 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                   cudaStream_t stream, const MissingValues& missing, Buffer* mask) {
+                   uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask) {
   DeviceEncoder encoder(field, type, dims, stream, missing);
   encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
   uint64_t totals[3];
@@ -1060,26 +1122,28 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
   trace::mark("lorenzo: outlier totals read");
   if (mask) *mask = encoder.mask(totals[2]);
   Buffer outliers = encoder.outliers(quant, {totals[0], totals[1]});
-  if (!missing.empty()) {  // data-first order
-    const uint64_t n = dims.count();
-    Buffer holds_data = Buffer::device(n, stream), field_order = Buffer::device(2 * n, stream);
+  const uint64_t n = dims.count();
+  *code_count = n;
+  if (!missing.empty()) {  // the points with data only (the others' deltas are 0)
+    Buffer holds_data = Buffer::device(n, stream), all = Buffer::device(2 * n, stream);
     data_flags_cuda(field, type, n, missing, holds_data.data(), stream);
-    copy_bytes_async(field_order.data(), Location::device, codes, Location::device, 2 * n, stream);
-    order_codes_cuda(field_order.as<uint16_t>(), holds_data.data(), n, true, codes, stream);
+    copy_bytes_async(all.data(), Location::device, codes, Location::device, 2 * n, stream);
+    *code_count = gather_data_codes_cuda(all.as<uint16_t>(), holds_data.data(), n, codes, stream);
   }
   return outliers;
 }
 
-void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                 const Quantization& quant, void* field, cudaStream_t stream, const uint8_t* mask, uint64_t mask_size,
-                 const MissingValues& missing, bool data_first) {
+void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
+                 DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
+                 const uint8_t* mask, uint64_t mask_size, const MissingValues& missing, bool data_only) {
+  const uint64_t n = dims.count();
+  require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream, mask, mask_size, missing);
-  if (missing.empty() || !data_first) return decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
-  const uint64_t n = dims.count();  // back to field order
-  Buffer holds_data = Buffer::device(n, stream), field_order = Buffer::device(2 * n, stream);
+  if (missing.empty() || !data_only) return decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
+  Buffer holds_data = Buffer::device(n, stream), all = Buffer::device(2 * n, stream);
   decoder.data_flags(holds_data.data());
-  order_codes_cuda(codes, holds_data.data(), n, false, field_order.as<uint16_t>(), stream);
-  decoder.decode_rows(0, tile_rows(dims).count, field_order.as<uint16_t>(), 0, field);
+  scatter_data_codes_cuda(codes, code_count, holds_data.data(), n, all.as<uint16_t>(), stream);
+  decoder.decode_rows(0, tile_rows(dims).count, all.as<uint16_t>(), 0, field);
 }
 
 }  // namespace fzg::lorenzo

@@ -69,45 +69,55 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid);
 
 // The stage header: the quantization (32 bytes), then with fill values u64 count, the fill
 // values' u64 bit patterns in the field's type (an f32's in the low 32 bits) and u64 1: the
-// codes in data-first order (below). Headers without that last word (files of the ninth
-// session) hold codes in field order. `data_first` may be null.
+// codes are those of the points with data only (below). Headers without that last word
+// (files of the ninth session) hold a code for every point, in field order. `data_only` may
+// be null.
 std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing);
 void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing,
-                 bool* data_first = nullptr);
+                 bool* data_only = nullptr);
 
-// Data-first order of the codes (with fill values): the codes of the points that hold data,
-// in field order, then those of the missing points, in field order. A missing point's code is
-// mostly the zero delta (its q repeats its neighbours'), so gathered behind the data they are
-// long runs a coder removes (zero-block drops their words, Huffman's lanes turn to zero
-// words); left among the data they cost a Huffman code a bit each and break zero-block's
-// words (22 % of sst-nemo's codes, scripts/tile-edge-loss.py).
+// With fill values, a missing point takes its own Lorenzo prediction as its q (mask.hh), so
+// its delta is 0 by construction: the codes port holds the codes of the points with data
+// only, in field order, and the decoder puts the zeros back where the mask says points are
+// missing. (Coded among the data, each missing point cost a Huffman code at least a bit,
+// skewed the code towards the zero delta and broke zero-block's words: 16-20 % of sst-nemo's
+// codes, scripts/tile-edge-loss.py.)
 // holds_data[i] is 1 where point i holds data, 0 where it is missing (one byte a point).
 void data_flags_cpu(const void* field, DType type, uint64_t n, const MissingValues& missing, uint8_t* holds_data);
 // The same from a mask stream (checked: corrupt_data), for the decoder.
 void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& dims, const MissingValues& missing,
                          uint8_t* holds_data);
-// Field order -> data-first order (to_data_first), or back.
-void order_codes_cpu(const uint16_t* in, const uint8_t* holds_data, uint64_t n, bool to_data_first, uint16_t* out);
+// The codes of the points with data, in order, into `out`; returns their count.
+uint64_t gather_data_codes_cpu(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out);
+// The inverse: n codes, 0 at the missing points; corrupt_data unless the flags name exactly
+// `count` points with data.
+void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const uint8_t* holds_data, uint64_t n,
+                            uint16_t* codes);
 
-// CPU reference. `codes` holds count() values; the outlier stream is returned. With fill
-// values, `mask` receives the mask stream (and the decoder reads it), and the codes are in
-// data-first order (read back in field order where `data_first` is false).
+// CPU reference. `codes` has room for count() values; the outlier stream is returned, and the
+// number of codes written to *code_count (count(), or with fill values the points with data).
+// With fill values, `mask` receives the mask stream (and the decoder reads it, and
+// `code_count` codes, or count() in field order where `data_only` is false).
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                  const MissingValues& missing = {}, Buffer* mask = nullptr);
-void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                const Quantization& quant, void* field, const uint8_t* mask = nullptr, uint64_t mask_size = 0,
-                const MissingValues& missing = {}, bool data_first = true);
+                  uint64_t* code_count, const MissingValues& missing = {}, Buffer* mask = nullptr);
+void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
+                DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask = nullptr,
+                uint64_t mask_size = 0, const MissingValues& missing = {}, bool data_only = true);
 
-// CUDA backend (defined in CUDA builds): the same bytes.
+// CUDA backend (defined in CUDA builds): the same bytes. The gather reads its count back.
 void data_flags_cuda(const void* field, DType type, uint64_t n, const MissingValues& missing, uint8_t* holds_data,
                      cudaStream_t stream);
-void order_codes_cuda(const uint16_t* in, const uint8_t* holds_data, uint64_t n, bool to_data_first, uint16_t* out,
-                      cudaStream_t stream);
+uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out,
+                                cudaStream_t stream);
+void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint8_t* holds_data, uint64_t n,
+                             uint16_t* codes, cudaStream_t stream);
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                   cudaStream_t stream, const MissingValues& missing = {}, Buffer* mask = nullptr);
-void decode_cuda(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                 const Quantization& quant, void* field, cudaStream_t stream, const uint8_t* mask = nullptr,
-                 uint64_t mask_size = 0, const MissingValues& missing = {}, bool data_first = true);
+                   uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
+                   Buffer* mask = nullptr);
+void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
+                 DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
+                 const uint8_t* mask = nullptr, uint64_t mask_size = 0, const MissingValues& missing = {},
+                 bool data_only = true);
 
 #ifdef FZG_HAVE_CUDA
 // Device coding by tile rows (encode_cuda and decode_cuda run all rows of their field). A

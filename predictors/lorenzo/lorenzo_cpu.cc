@@ -45,20 +45,27 @@ bool inside_tile(const TileShape& s, const TileBox& b, uint32_t l) {
   return l % s.x < b.ex && (l / s.x) % s.y < b.ey && l / (s.x * s.y) < b.ez;
 }
 
-// Missing points take the q of a point with data in their 32 keys (see mask.hh).
-void substitute_missing(const TileShape& s, const TileBox& b, const uint8_t* symbols, int32_t q_missing, int32_t* q) {
-  for (uint32_t base = 0; base < s.volume(); base += mask_segment) {
-    uint32_t with_data = 0, missing = 0;
-    for (uint32_t lane = 0; lane < mask_segment; ++lane) {
-      if (!inside_tile(s, b, base + lane)) continue;
-      (symbols[base + lane] ? missing : with_data) |= 1u << lane;
-    }
-    for (uint32_t lane = 0; lane < mask_segment; ++lane) {
-      if (!(missing >> lane & 1u)) continue;
-      const int source = source_lane(with_data, lane);
-      q[base + lane] = source < 0 ? q_missing : q[base + source];
-    }
-  }
+// The Lorenzo prediction of tile point (x, y, z) from its lower neighbours in `q` (0 outside
+// the tile), in wrapping 32-bit arithmetic; 1D and 2D tiles have no y or z neighbours.
+int32_t prediction(const TileShape& s, const int32_t* q, uint32_t x, uint32_t y, uint32_t z) {
+  auto at = [&](int dx, int dy, int dz) -> int32_t {
+    if ((dx && x == 0) || (dy && y == 0) || (dz && z == 0)) return 0;
+    return q[(x - dx) + s.x * ((y - dy) + s.y * (z - dz))];
+  };
+  int32_t pred = wrapping_add(wrapping_add(at(1, 0, 0), at(0, 1, 0)), at(0, 0, 1));
+  pred = wrapping_sub(pred, wrapping_add(wrapping_add(at(1, 1, 0), at(1, 0, 1)), at(0, 1, 1)));
+  return wrapping_add(pred, at(1, 1, 1));
+}
+
+// Missing points take their own prediction, in raster order so that each sees its
+// neighbours' final q (mask.hh): their delta is 0, and their codes are left out.
+void predict_missing(const TileShape& s, const TileBox& b, const uint8_t* symbols, int32_t* q) {
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x) {
+        const uint32_t l = x + s.x * (y + s.y * z);
+        if (symbols[l]) q[l] = prediction(s, q, x, y, z);
+      }
 }
 
 // The tile's mask runs, in key order (see mask.hh; points outside the field have symbol 0).
@@ -101,23 +108,14 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
         }
       }
   if (!missing.empty()) {
-    substitute_missing(s, b, symbols, missing_quantum(quant), q);
+    predict_missing(s, b, symbols, q);
     append_runs(s, b, symbols, out.mask_runs);
   }
-  auto at = [&](uint32_t x, uint32_t y, uint32_t z, int dx, int dy, int dz) -> int32_t {
-    if ((dx && x == 0) || (dy && y == 0) || (dz && z == 0)) return 0;
-    return q[(x - dx) + s.x * ((y - dy) + s.y * (z - dz))];
-  };
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
-        // 3D Lorenzo; on 1D and 2D tiles the missing axes contribute zeros.
-        int32_t pred = wrapping_add(wrapping_add(at(x, y, z, 1, 0, 0), at(x, y, z, 0, 1, 0)), at(x, y, z, 0, 0, 1));
-        pred = wrapping_sub(pred, wrapping_add(wrapping_add(at(x, y, z, 1, 1, 0), at(x, y, z, 1, 0, 1)),
-                                               at(x, y, z, 0, 1, 1)));
-        pred = wrapping_add(pred, at(x, y, z, 1, 1, 1));
-        const int32_t delta = wrapping_sub(q[l], pred);
+        const int32_t delta = wrapping_sub(q[l], prediction(s, q, x, y, z));
         uint16_t& code = codes[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
         if (!encode_delta(delta, &code)) {
           out.escape_keys.push_back(key0 + l);
@@ -326,35 +324,43 @@ void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& di
   }
 }
 
-void order_codes_cpu(const uint16_t* in, const uint8_t* holds_data, uint64_t n, bool to_data_first, uint16_t* out) {
+uint64_t gather_data_codes_cpu(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out) {
+  uint64_t count = 0;
+  for (uint64_t i = 0; i < n; ++i)
+    if (holds_data[i]) out[count++] = codes[i];
+  return count;
+}
+
+void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const uint8_t* holds_data, uint64_t n,
+                            uint16_t* codes) {
   uint64_t with_data = 0;
   for (uint64_t i = 0; i < n; ++i) with_data += holds_data[i];
-  uint64_t data_at = 0, missing_at = with_data;
-  for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t j = holds_data[i] ? data_at++ : missing_at++;
-    if (to_data_first) out[j] = in[i];
-    else out[i] = in[j];
-  }
+  require_data(with_data == count, "lorenzo codes size");
+  uint64_t j = 0;
+  for (uint64_t i = 0; i < n; ++i) codes[i] = holds_data[i] ? data_codes[j++] : uint16_t(0);
 }
 
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                  const MissingValues& missing, Buffer* mask) {
+                  uint64_t* code_count, const MissingValues& missing, Buffer* mask) {
   Buffer outliers = type == DType::f32
                         ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, mask)
                         : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, mask);
-  if (!missing.empty()) {  // data-first order
-    const uint64_t n = dims.count();
+  const uint64_t n = dims.count();
+  *code_count = n;
+  if (!missing.empty()) {  // the points with data only (the others' deltas are 0)
     std::vector<uint8_t> holds_data(n);
     data_flags_cpu(field, type, n, missing, holds_data.data());
-    const std::vector<uint16_t> field_order(codes, codes + n);
-    order_codes_cpu(field_order.data(), holds_data.data(), n, true, codes);
+    const std::vector<uint16_t> all(codes, codes + n);
+    *code_count = gather_data_codes_cpu(all.data(), holds_data.data(), n, codes);
   }
   return outliers;
 }
 
-void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                const Quantization& quant, void* field, const uint8_t* mask, uint64_t mask_size,
-                const MissingValues& missing, bool data_first) {
+void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
+                DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask,
+                uint64_t mask_size, const MissingValues& missing, bool data_only) {
+  const uint64_t n = dims.count();
+  require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   // The stream is copied so that its arrays are aligned whatever the container's offsets.
   std::vector<uint64_t> aligned((outliers_size + 7) / 8);
   if (outliers_size > 0) std::memcpy(aligned.data(), outliers, outliers_size);  // an empty stream has no data pointer
@@ -365,14 +371,13 @@ void decode_cpu(const uint16_t* codes, const uint8_t* outliers, uint64_t outlier
     return decode_typed(codes, view, MaskView{}, dims, quant, static_cast<double*>(field));
   }
   const AlignedMask runs(mask, mask_size, dims, missing);
-  std::vector<uint16_t> field_order;
-  if (data_first) {  // back to field order
-    const uint64_t n = dims.count();
+  std::vector<uint16_t> all;
+  if (data_only) {  // a code for every point: zeros at the missing ones
     std::vector<uint8_t> holds_data(n);
     mask_data_flags_cpu(mask, mask_size, dims, missing, holds_data.data());
-    field_order.resize(n);
-    order_codes_cpu(codes, holds_data.data(), n, false, field_order.data());
-    codes = field_order.data();
+    all.resize(n);
+    scatter_data_codes_cpu(codes, code_count, holds_data.data(), n, all.data());
+    codes = all.data();
   }
   if (type == DType::f32) return decode_typed(codes, view, runs.view, dims, quant, static_cast<float*>(field));
   decode_typed(codes, view, runs.view, dims, quant, static_cast<double*>(field));

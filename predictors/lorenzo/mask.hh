@@ -2,12 +2,11 @@
 // that gives fill points back. Shared bit for bit by the CPU and CUDA backends.
 //
 // A missing point (see core/missing_values.hh) is not quantized and never an outlier. Its q,
-// which only its neighbours' predictions read, is copied from a point that holds data in the
-// same 32 keys of its tile (a warp's points on the GPU: 32 consecutive x of one row): the
-// nearest such point before it, else the nearest after it, else `missing_quantum` (the middle
-// of the valid range). Inside land, rows of copied values make the Lorenzo deltas 0, and at a
-// coastline the delta is that of the nearest sea point: fill points cost next to nothing and
-// coastlines do not become outliers.
+// which only its neighbours' predictions read, is its own Lorenzo prediction, taken in raster
+// order inside its tile (each missing point sees its lower neighbours' final q; neighbours
+// outside the tile count as 0): its delta is 0 by construction, so its code is left out of
+// the codes (lorenzo.hh) and the decoder puts the 0 back. Inside land the q continue the
+// coast's, and at a coastline a point with data is predicted from them as from any neighbour.
 //
 // The mask stream (present only when the stage has fill values):
 //   u64 run_count R | u16 runs[R]
@@ -28,31 +27,6 @@
 #include "runtime/portable.hh"
 
 namespace fzg::lorenzo {
-
-constexpr uint32_t mask_segment = 32;  // keys a missing point may copy its q from
-
-// The lane (0-31) whose q a missing `lane` takes, given the lanes that hold data; -1 for none.
-FZG_HOST_DEVICE int source_lane(uint32_t lanes_with_data, uint32_t lane) {
-  const uint32_t below = lanes_with_data & ((1u << lane) - 1u);
-  const uint32_t above = lane == 31 ? 0u : lanes_with_data & (~0u << (lane + 1));
-#if defined(__CUDA_ARCH__)
-  if (below) return 31 - __clz(below);
-  if (above) return __ffs(above) - 1;
-#else
-  if (below) return 31 - __builtin_clz(below);
-  if (above) return __builtin_ctz(above);
-#endif
-  return -1;
-}
-
-// The q of a missing point with no point holding data in its 32 keys: the middle of the valid
-// range, quantized (0 when that does not fit).
-inline int32_t missing_quantum(const Quantization& quant) {
-  const double middle = quant.min / 2 + quant.max / 2;
-  const double r = middle * (1.0 / quant.step);
-  if (!(std::fabs(r) <= max_quantized_magnitude)) return 0;
-  return int32_t(std::rint(r));
-}
 
 // Keys from a point to the one a slice before it in its tile (0 for 1D tiles: no slices).
 constexpr uint32_t mask_slice_keys(uint32_t tile_x, uint32_t tile_y, uint32_t tile_z) {
