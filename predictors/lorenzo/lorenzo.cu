@@ -18,12 +18,14 @@
 // Decompression is one pass: deltas (escapes patched in), prefix sums along each axis,
 // x' = T(q * step) written, exact values written last (2 bytes read + sizeof(T) written per
 // value).
-// With fill values (the `Fill` instantiations), a warp's 32 points find their missing ones
-// and copy q into them by a ballot and a shuffle (mask.hh's rule); the tile's mask runs are
+// With fill values (the `Fill` instantiations), every tile goes through the bordered shared
+// tile, and in a tile with both kinds of point warp 0 gives each missing point its own
+// prediction as q (predict_missing, mask.hh's rule) before the deltas; the tile's mask runs are
 // found by a block scan over the symbols in shared memory and written to a scratch slot per
 // tile, which a compaction kernel packs into the mask stream once the host knows the total
-// (read back with the outlier totals: no extra synchronization). A decode writes the fill
-// values of its tile's runs after the exact values.
+// (read back with the outlier totals: no extra synchronization). The missing points' codes
+// (all 0) are then gathered out of the codes (code_order.cu), and put back before a decode,
+// which writes the fill values of its tile's runs after the exact values.
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
 
@@ -305,8 +307,9 @@ __device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePl
 }
 
 // One tile's codes; returns this thread's escape and exact counts, packed. A 3D tile keeps
-// z and x in registers (column_deltas); 1D and 2D tiles go through the bordered shared tile.
-// With `Fill`, the points' symbols go to `tile_symbols` (one byte per key, 0 outside the field).
+// z and x in registers (column_deltas); 1D and 2D tiles, and with `Fill` every tile, go
+// through the bordered shared tile. With `Fill`, the points' symbols go to `tile_symbols`
+// (one byte per key, 0 outside the field).
 template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
                                                 const QuantConstants& c, const FillRule& fill, uint16_t* codes,
@@ -792,7 +795,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
   }
 }
 
-// Each point's flag from its tile's mask: 1 where it holds data (the data-first order's).
+// Each point's flag from its tile's mask: 1 where it holds data (which points have codes).
 template <int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) mask_flags_kernel(MaskSource mask, Grid g,
                                                                    uint8_t* __restrict__ holds_data) {

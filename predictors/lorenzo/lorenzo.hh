@@ -4,9 +4,10 @@
 // inverse stay inside a tile (neighbours outside it count as 0), so every tile encodes and
 // decodes independently on any backend.
 //
-// Ports: field -> codes (u16 per value, field order) + outliers (bytes, layout below), and
-// with fill values (parameter "fill") + mask (bytes, layout in mask.hh): missing points are
-// left out of the value range, never quantized, and given back bit for bit.
+// Ports: field -> codes (u16 per value, field order; with fill values only the points with
+// data have one) + outliers (bytes, layout below), and with fill values (parameter "fill") +
+// mask (bytes, layout in mask.hh): missing points are left out of the value range, never
+// quantized, and given back bit for bit.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -124,7 +125,9 @@ void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outl
 // tile row is the run of tiles that share the slowest axis' tile index (8 planes in 3D, 32
 // rows in 2D, one tile in 1D): its points are one contiguous run of field order, so the codes
 // of rows [first, end) fill one window, the code of point i at window[i - window_first]. Rows
-// encode and decode independently (tiles do).
+// encode and decode independently (tiles do). With fill values a window holds a code for
+// every point (0 at missing ones): encode_cuda and decode_cuda gather and scatter them; a
+// caller of encode_rows or decode_rows on windows must do the same.
 struct TileRows {
   uint64_t count;           // tile rows in the field
   uint64_t values_per_row;  // points in a whole row (the last row may hold fewer)
