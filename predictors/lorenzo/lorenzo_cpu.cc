@@ -93,6 +93,7 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
   const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
   int32_t q[max_tile_volume];
   uint8_t symbols[max_tile_volume];
+  if (!missing.empty()) std::fill_n(symbols, s.volume(), uint8_t(0));  // keys outside the field: 0
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
@@ -100,7 +101,7 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
         const T value = field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
         if (!missing.empty()) {
           symbols[l] = uint8_t(missing.symbol_of(value));
-          if (symbols[l]) continue;  // its q comes from a neighbour, below
+          if (symbols[l]) continue;  // its q is its prediction (predict_missing, below)
         }
         if (prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &q[l])) {
           out.exact_keys.push_back(key0 + l);
