@@ -20,13 +20,6 @@ namespace {
 constexpr int segment_threads = 256, segment_items = 8;
 constexpr uint64_t segment_points = segment_threads * segment_items;
 
-template <typename T>
-__global__ void data_flags_kernel(const T* __restrict__ field, uint64_t n, MissingValues missing,
-                                  uint8_t* __restrict__ holds_data) {
-  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
-    holds_data[i] = missing.symbol_of(field[i]) == 0;
-}
-
 __global__ void __launch_bounds__(segment_threads) segment_counts_kernel(const uint8_t* __restrict__ holds_data,
                                                                          uint64_t n, uint64_t segments,
                                                                          uint32_t* __restrict__ counts) {
@@ -108,16 +101,6 @@ DataPlaces data_places(const uint8_t* holds_data, uint64_t n, cudaStream_t strea
 }
 
 }  // namespace
-
-void data_flags_cuda(const void* field, DType type, uint64_t n, const MissingValues& missing, uint8_t* holds_data,
-                     cudaStream_t stream) {
-  if (n == 0) return;
-  if (type == DType::f32)
-    data_flags_kernel<<<grid_for(n, 256), 256, 0, stream>>>(static_cast<const float*>(field), n, missing, holds_data);
-  else
-    data_flags_kernel<<<grid_for(n, 256), 256, 0, stream>>>(static_cast<const double*>(field), n, missing, holds_data);
-  FZG_CUDA_CHECK_LAUNCH();
-}
 
 uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out,
                                 cudaStream_t stream) {

@@ -212,11 +212,11 @@ class LorenzoStage final : public Stage {
           return std::vector<Buffer>{codes, outliers};
         },
         [&] {
-          Buffer codes = Buffer::device(2 * n, ctx.stream);
+          Buffer codes = Buffer::device(2 * n, ctx.stream), data_codes;
           Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                  codes.as<uint16_t>(), &code_count, ctx.stream, setup.missing,
-                                                 masked ? &mask : nullptr);
-          return std::vector<Buffer>{codes, outliers};
+                                                 masked ? &mask : nullptr, &data_codes);
+          return std::vector<Buffer>{masked ? data_codes : codes, outliers};
         });
     outputs[0].shrink(2 * code_count);
     if (masked) outputs.push_back(mask);

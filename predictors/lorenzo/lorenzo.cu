@@ -313,7 +313,7 @@ __device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePl
 template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
                                                 const QuantConstants& c, const FillRule& fill, uint16_t* codes,
-                                                int32_t* q, uint8_t* tile_symbols) {
+                                                int32_t* q, uint8_t* tile_symbols, uint8_t* holds_data) {
   using H = Halo<TX, TY, TZ>;
   const Strip<TX, TY, TZ> strip(g, p);
   int32_t delta[Strip<TX, TY, TZ>::per_thread];
@@ -322,12 +322,14 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
     // Every rank through the bordered tile: the missing points' q need the whole tile.
     exacts = load_tile<Whole, Fill>(field, g, p, c, fill, q, symbols);
     bool any_missing = false, any_data = false;
+    uint8_t* flag = holds_data + strip.global0;  // field order, for the gather of the codes
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k) {
+    for (int k = 0; k < strip.per_thread; ++k, flag += strip.global_step) {
       const uint32_t symbol = symbols >> (4 * k) & 0xfu;
       tile_symbols[strip.local(k)] = uint8_t(symbol);
       any_missing = any_missing || symbol != 0;
       any_data = any_data || ((Whole || strip.inside(k)) && symbol == 0);
+      if (Whole || strip.inside(k)) *flag = symbol == 0;
     }
     const bool mixed = __syncthreads_or(any_missing) && __syncthreads_or(any_data);
     if (mixed) predict_missing<TX, TY, TZ>(q, tile_symbols, p);  // uniform across the block
@@ -417,6 +419,7 @@ __device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_start
 struct MaskScratch {
   uint16_t* slots;
   uint32_t* tile_runs;
+  uint8_t* holds_data;  // per point of the field (field order): 1 where it holds data
 };
 
 // totals: escapes, exacts, mask runs.
@@ -443,8 +446,9 @@ __global__ void __launch_bounds__(block_threads, Fill ? 5 : 1) encode_kernel(con
     uint8_t* tile_symbols = nullptr;
     if constexpr (Fill) tile_symbols = mask_shared.symbols;
     // Interior tiles (most of a large field) skip every per-point bounds test.
-    const uint32_t counts = p.whole() ? encode_tile<true, Fill>(field, g, p, c, fill, codes, q, tile_symbols)
-                                      : encode_tile<false, Fill>(field, g, p, c, fill, codes, q, tile_symbols);
+    const uint32_t counts =
+        p.whole() ? encode_tile<true, Fill>(field, g, p, c, fill, codes, q, tile_symbols, mask.holds_data)
+                  : encode_tile<false, Fill>(field, g, p, c, fill, codes, q, tile_symbols, mask.holds_data);
     if constexpr (Fill)
       write_mask_runs<TX, TY, TZ, Scan>(mask_shared.symbols, mask_shared.run_starts, mask_shared.scan,
                                         mask.slots + uint64_t(p.index - g.first_tile) * volume,
@@ -937,10 +941,15 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
   const uint64_t tiles = grid_.tile_count();
   counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 2) * tiles * sizeof(uint32_t), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
-  if (!missing.empty()) mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
+  if (!missing.empty()) {
+    mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
+    holds_data_ = Buffer::device(dims.count(), stream);
+  }
 }
 
 const uint64_t* DeviceEncoder::totals() const { return counts_.as<uint64_t>(); }
+
+const uint8_t* DeviceEncoder::holds_data() const { return holds_data_.data(); }
 
 uint32_t* DeviceEncoder::tile_counts() const {
   return reinterpret_cast<uint32_t*>(const_cast<uint8_t*>(counts_.data()) + 4 * sizeof(uint64_t));
@@ -954,8 +963,10 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   auto* totals = counts_.as<unsigned long long>();
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
   const FillRule fill{missing_};
-  MaskScratch scratch{nullptr, nullptr};
-  if (!missing_.empty()) scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs()};
+  MaskScratch scratch{nullptr, nullptr, nullptr};
+  if (!missing_.empty())
+    scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
+               holds_data_.data()};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
@@ -1117,7 +1128,8 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
 }
 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                   uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask) {
+                   uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask,
+                   Buffer* data_codes) {
   DeviceEncoder encoder(field, type, dims, stream, missing);
   encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
   uint64_t totals[3];
@@ -1128,10 +1140,9 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
   const uint64_t n = dims.count();
   *code_count = n;
   if (!missing.empty()) {  // the points with data only (the others' deltas are 0)
-    Buffer holds_data = Buffer::device(n, stream), all = Buffer::device(2 * n, stream);
-    data_flags_cuda(field, type, n, missing, holds_data.data(), stream);
-    copy_bytes_async(all.data(), Location::device, codes, Location::device, 2 * n, stream);
-    *code_count = gather_data_codes_cuda(all.as<uint16_t>(), holds_data.data(), n, codes, stream);
+    *data_codes = Buffer::device(2 * n, stream);
+    *code_count = gather_data_codes_cuda(codes, encoder.holds_data(), n, data_codes->as<uint16_t>(), stream);
+    data_codes->shrink(2 * *code_count);
   }
   return outliers;
 }

@@ -105,16 +105,18 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
                 DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask = nullptr,
                 uint64_t mask_size = 0, const MissingValues& missing = {}, bool data_only = true);
 
-// CUDA backend (defined in CUDA builds): the same bytes. The gather reads its count back.
-void data_flags_cuda(const void* field, DType type, uint64_t n, const MissingValues& missing, uint8_t* holds_data,
-                     cudaStream_t stream);
+// CUDA backend (defined in CUDA builds): the same bytes. The gather reads its count back; the
+// flags come from the encode kernel (DeviceEncoder::holds_data) or the mask
+// (DeviceDecoder::data_flags).
 uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out,
                                 cudaStream_t stream);
 void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint8_t* holds_data, uint64_t n,
                              uint16_t* codes, cudaStream_t stream);
+// With fill values the codes of the points with data go to *data_codes (`codes` then holds
+// every point's, 0 at missing ones).
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
-                   Buffer* mask = nullptr);
+                   Buffer* mask = nullptr, Buffer* data_codes = nullptr);
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                  DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
                  const uint8_t* mask = nullptr, uint64_t mask_size = 0, const MissingValues& missing = {},
@@ -148,6 +150,8 @@ class DeviceEncoder {
   Buffer outliers(const Quantization& quant, OutlierCounts totals);
   // The mask stream (with fill values), once the caller has read the run total back.
   Buffer mask(uint64_t runs);
+  // With fill values: each point's flag, 1 where it holds data (field order), once encoded.
+  const uint8_t* holds_data() const;
 
  private:
   uint32_t* tile_counts() const;  // each tile's packed escape and exact counts
@@ -159,6 +163,7 @@ class DeviceEncoder {
   MissingValues missing_;
   Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
+  Buffer holds_data_;  // with fill values: a byte per point, 1 where it holds data
 };
 
 class DeviceDecoder {
