@@ -33,8 +33,9 @@ if [ "$phase" != checks ]; then
   mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
   cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON \
-    >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
-  cmake --build build-device -j "$jobs" >"$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -20; exit 1; }
+    >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; pack_logs; exit 1; }
+  cmake --build build-device -j "$jobs" >"$out/build.log" 2>&1 ||
+    { grep -E "error" "$out/build.log" | head -20; pack_logs; exit 1; }
   ctest --test-dir build-device -j "$jobs" --timeout 600 >"$out/ctest.log" 2>&1
   echo $? >"$out/tests_rc"
   echo "[${SECONDS}s] built and tested"

@@ -171,33 +171,34 @@ TEST(Huffman, DamageIsCorruptData) {
   const huffman::Params p = params(2, 1024);
   const std::vector<uint8_t> codes = skewed_u16(3000, 0.3, 5);
   const std::vector<uint8_t> good = round_trip(p, codes);
-  auto rejects = [&](std::vector<uint8_t> bytes) {
+  auto rejects = [&](std::vector<uint8_t> bytes, const std::string& what = "huffman") {
     testing::expect_error(
         [&] {
           std::vector<uint8_t> out(codes.size());
           huffman::decode_cpu(p, bytes.data(), bytes.size(), out.data(), out.size());
         },
-        ErrorCode::corrupt_data, "");
+        ErrorCode::corrupt_data, what);
   };
   std::vector<uint8_t> bad = good;
   bad[0] ^= 1;  // one entry more or fewer than the bits hold
-  rejects(bad);
+  rejects(bad, "huffman codebook");
   bad = good;
   bad[4] |= 2;  // a book size that is no multiple of 4
-  rejects(bad);
+  rejects(bad, "huffman codebook size");
   bad = good;
   bad[6] = 0xff;  // a book larger than the stream
-  rejects(bad);
+  rejects(bad, "huffman codebook size");
   bad = good;
   bad[8] ^= 0x80;  // the first run's gap: a different book, or one that runs past its bytes
-  rejects(bad);
+  rejects(bad, "");
   bad = good;
   bad.resize(bad.size() - 1);
-  rejects(bad);
+  rejects(bad, "chunked stream size");
 }
 
-// The stored book alone: any increasing symbols with lengths 1-15 come back as written, in
-// the fewest bytes (its size is where the chunks start); damage is corrupt_data.
+// The stored book alone: any increasing symbols with lengths 1-15 come back as written, its
+// size is where the chunks start, and only the writer's form is accepted; damage is
+// corrupt_data.
 TEST(HuffmanStoredBook, AnyBookComesBackAsWritten) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 300; ++trial) {
@@ -223,6 +224,19 @@ TEST(HuffmanStoredBook, AnyBookComesBackAsWritten) {
     testing::expect_error([&] { huffman::read_book(stored.data(), stored.size(), entries.size() - 1, S); },
                           ErrorCode::corrupt_data, "codebook size");
     testing::expect_error([&] { huffman::read_book(stored.data(), stored.size() - 1, entries.size(), S); },
+                          ErrorCode::corrupt_data, "codebook");
+    // A spare zero word: the same entries, but not the writer's form.
+    std::vector<uint8_t> padded = stored;
+    padded.insert(padded.end(), 4, 0);
+    const uint32_t bits_bytes = uint32_t(stored.size() - 8) + 4;
+    std::memcpy(padded.data() + 4, &bits_bytes, 4);
+    testing::expect_error([&] { huffman::read_book(padded.data(), padded.size(), entries.size(), S); },
+                          ErrorCode::corrupt_data, "codebook size");
+    // One entry more than written: the padding must not read as a run after the last.
+    std::vector<uint8_t> more = stored;
+    const uint32_t claimed = uint32_t(entries.size() + 1) | 1u << 31;
+    std::memcpy(more.data(), &claimed, 4);
+    testing::expect_error([&] { huffman::read_book(more.data(), more.size(), entries.size() + 1, S); },
                           ErrorCode::corrupt_data, "codebook");
   }
 }

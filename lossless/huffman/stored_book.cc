@@ -50,6 +50,7 @@ class BitReader {
     while (get(1)) require_data(++n < 40, "huffman codebook run");
     return (uint64_t(1) << n) | get(n);
   }
+  uint64_t position() const { return bits_; }
   // Whatever follows the last code is zero, so each book has one stored form.
   void finish() {
     while (bits_ < 8 * size_) require_data(get(1) == 0, "huffman codebook has bits past its end");
@@ -134,15 +135,20 @@ StoredBook read_book(const uint8_t* stream, uint64_t available, uint64_t max_ent
   uint32_t previous = 0;
   book.entries.reserve(entries);
   while (book.entries.size() < entries) {
-    const uint64_t first = next + r.gamma() - 1, count = r.gamma();
-    require_data(count <= entries - book.entries.size() && first + count - 1 <= escape, "huffman codebook symbols");
+    const uint64_t gap = r.gamma() - 1, first = next + gap, count = r.gamma();
+    // Runs are maximal (a writer merges consecutive symbols), so only the first may start at
+    // `next`: each book has one stored form.
+    require_data(count <= entries - book.entries.size() && first + count - 1 <= escape &&
+                     (gap > 0 || book.entries.empty()),
+                 "huffman codebook symbols");
     for (uint64_t s = first; s < first + count; ++s) {
       previous = get_length(r, previous, book.entries.empty());
-      require_data(previous >= 1, "huffman code length");
+      require_data(previous >= 1 && previous <= 15, "huffman code length");
       book.entries.push_back(uint32_t(s) | previous << 24);
     }
     next = first + count;
   }
+  require_data(head[1] == (r.position() + 31) / 32 * 4, "huffman codebook size");  // no spare words
   r.finish();
   book.bytes = 8 + uint64_t(head[1]);
   return book;

@@ -37,9 +37,11 @@ struct StoredBook {
 };
 
 // The book at the start of a stream of which `available` bytes are at hand, in either form:
-// corrupt_data when it is cut short, holds more than `max_entries` entries, names a symbol past
-// 2^(8S) (the escape) or a length outside [1, 15], or has bits set past its end. The entries'
-// own checks (a prefix code, lengths up to L) are codebook_from_entries's.
+// corrupt_data when it is cut short or holds more than `max_entries` entries, and for the
+// compact form when it names a symbol past 2^(8S) (the escape) or a length outside [1, 15],
+// is not the form the writer makes (runs not maximal, spare words, bits set past its end).
+// The entries' own checks (increasing symbols, a prefix code, lengths up to L) are
+// codebook_from_entries's, for both forms.
 StoredBook read_book(const uint8_t* stream, uint64_t available, uint64_t max_entries, uint32_t symbol_bytes);
 
 }  // namespace fzg::huffman

@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 python=${1:-$(bash scripts/find-python.sh)} ||
   { echo "package_check: no python3 that imports numpy and pytest (run scripts/setup.sh)" >&2; exit 1; }
+"$python" -c "import numpy, pytest" 2>/dev/null ||
+  { echo "package_check: '$python' is no Python that imports numpy and pytest" >&2; exit 1; }
 echo "package_check: $("$python" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
