@@ -265,7 +265,7 @@ TEST(MissingValues, OnlyThePointsWithDataHaveCodesAndTheMaskSaysWhich) {
       const MissingValues missing = missing_values_of({1e20}, DType::f32);
       const uint64_t n = d.count();
       std::vector<uint8_t> from_field(n), from_mask(n, 7);
-      lorenzo::data_flags_cpu(v.data(), DType::f32, n, missing, from_field.data());
+      for (uint64_t i = 0; i < n; ++i) from_field[i] = missing.symbol_of(v[i]) == 0;
       Quantization quant;
       quant.error_bound = 0.01, quant.step = 0.02, quant.min = 0, quant.max = 40;
       std::vector<uint16_t> codes(n);

@@ -83,12 +83,13 @@ void read_header(const std::vector<uint8_t>& header, Quantization* quant, Missin
 // missing. (Coded among the data, each missing point cost a Huffman code at least a bit,
 // skewed the code towards the zero delta and broke zero-block's words: 16-20 % of sst-nemo's
 // codes, scripts/tile-edge-loss.py.)
-// holds_data[i] is 1 where point i holds data, 0 where it is missing (one byte a point).
-void data_flags_cpu(const void* field, DType type, uint64_t n, const MissingValues& missing, uint8_t* holds_data);
-// The same from a mask stream (checked: corrupt_data), for the decoder.
+// holds_data[i] is 1 where point i holds data, 0 where it is missing (one byte a point): the
+// encoders write it as they find the points' symbols; the decoder's comes from the mask
+// (checked: corrupt_data).
 void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& dims, const MissingValues& missing,
                          uint8_t* holds_data);
-// The codes of the points with data, in order, into `out`; returns their count.
+// The codes of the points with data, in order, into `out` (which may be `codes` itself);
+// returns their count.
 uint64_t gather_data_codes_cpu(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out);
 // The inverse: n codes, 0 at the missing points; corrupt_data unless the flags name exactly
 // `count` points with data.

@@ -83,9 +83,10 @@ void append_runs(const TileShape& s, const TileBox& b, const uint8_t* symbols, s
   }
 }
 
+// With fill values, `holds_data` gets each point's flag (field order): 1 where it holds data.
 template <typename T>
 void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantization& quant,
-                 const MissingValues& missing, uint16_t* codes, Outliers<T>& out) {
+                 const MissingValues& missing, uint16_t* codes, uint8_t* holds_data, Outliers<T>& out) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume();
@@ -98,9 +99,11 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
-        const T value = field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
+        const uint64_t i = (b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z));
+        const T value = field[i];
         if (!missing.empty()) {
           symbols[l] = uint8_t(missing.symbol_of(value));
+          holds_data[i] = symbols[l] == 0;
           if (symbols[l]) continue;  // its q is its prediction (predict_missing, below)
         }
         if (prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &q[l])) {
@@ -127,7 +130,7 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
 
 template <typename T>
 Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, const MissingValues& missing,
-                    uint16_t* codes, Buffer* mask) {
+                    uint16_t* codes, uint8_t* holds_data, Buffer* mask) {
   const TileGrid grid(dims);
   const int threads = omp_get_max_threads();
   std::vector<Outliers<T>> parts(threads);
@@ -135,7 +138,8 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const uint64_t first = grid.tile_count() * t / nt, last = grid.tile_count() * (t + 1) / nt;
-    for (uint64_t tile = first; tile < last; ++tile) encode_tile(field, grid, tile, quant, missing, codes, parts[t]);
+    for (uint64_t tile = first; tile < last; ++tile)
+      encode_tile(field, grid, tile, quant, missing, codes, holds_data, parts[t]);
   }
   if (mask) {
     // The threads' runs in tile order, after the run count.
@@ -294,28 +298,13 @@ struct AlignedMask {
   }
 };
 
-template <typename T>
-void data_flags_typed(const T* field, uint64_t n, const MissingValues& missing, uint8_t* holds_data) {
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < int64_t(n); ++i) holds_data[i] = missing.symbol_of(field[i]) == 0;
-}
-
-}  // namespace
-
-void data_flags_cpu(const void* field, DType type, uint64_t n, const MissingValues& missing, uint8_t* holds_data) {
-  if (type == DType::f32) return data_flags_typed(static_cast<const float*>(field), n, missing, holds_data);
-  data_flags_typed(static_cast<const double*>(field), n, missing, holds_data);
-}
-
-void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& dims, const MissingValues& missing,
-                         uint8_t* holds_data) {
-  const AlignedMask aligned(mask, mask_size, dims, missing);
-  const TileGrid g(dims);
+// Each point's flag from an indexed mask (field order): 1 where it holds data.
+void mask_flags(const MaskView& mask, const TileGrid& g, uint8_t* holds_data) {
   const TileShape s = g.tile;
 #pragma omp parallel for schedule(static)
   for (int64_t tile = 0; tile < int64_t(g.tile_count()); ++tile) {
     uint8_t symbols[max_tile_volume];
-    expand_tile_mask(aligned.view, g, uint64_t(tile), symbols);
+    expand_tile_mask(mask, g, uint64_t(tile), symbols);
     const TileBox b = tile_box(g, uint64_t(tile));
     for (uint32_t z = 0; z < b.ez; ++z)
       for (uint32_t y = 0; y < b.ey; ++y)
@@ -323,6 +312,13 @@ void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& di
           holds_data[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] =
               symbols[x + s.x * (y + s.y * z)] == 0;
   }
+}
+
+}  // namespace
+
+void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& dims, const MissingValues& missing,
+                         uint8_t* holds_data) {
+  mask_flags(AlignedMask(mask, mask_size, dims, missing).view, TileGrid(dims), holds_data);
 }
 
 uint64_t gather_data_codes_cpu(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out) {
@@ -343,17 +339,14 @@ void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const ui
 
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                   uint64_t* code_count, const MissingValues& missing, Buffer* mask) {
-  Buffer outliers = type == DType::f32
-                        ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, mask)
-                        : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, mask);
   const uint64_t n = dims.count();
-  *code_count = n;
-  if (!missing.empty()) {  // the points with data only (the others' deltas are 0)
-    std::vector<uint8_t> holds_data(n);
-    data_flags_cpu(field, type, n, missing, holds_data.data());
-    const std::vector<uint16_t> all(codes, codes + n);
-    *code_count = gather_data_codes_cpu(all.data(), holds_data.data(), n, codes);
-  }
+  std::vector<uint8_t> holds_data(missing.empty() ? 0 : n);
+  Buffer outliers =
+      type == DType::f32
+          ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, holds_data.data(), mask)
+          : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, holds_data.data(), mask);
+  // With fill values, the points with data only (the others' deltas are 0), in place.
+  *code_count = missing.empty() ? n : gather_data_codes_cpu(codes, holds_data.data(), n, codes);
   return outliers;
 }
 
@@ -375,7 +368,7 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
   std::vector<uint16_t> all;
   if (data_only) {  // a code for every point: zeros at the missing ones
     std::vector<uint8_t> holds_data(n);
-    mask_data_flags_cpu(mask, mask_size, dims, missing, holds_data.data());
+    mask_flags(runs.view, TileGrid(dims), holds_data.data());
     all.resize(n);
     scatter_data_codes_cpu(codes, code_count, holds_data.data(), n, all.data());
     codes = all.data();
