@@ -63,11 +63,6 @@ struct QuantConstants {
   double inverse_step, step, error_bound, accept_below;
 };
 
-// The fill values (a missing point's q is its own prediction: predict_missing).
-struct FillRule {
-  MissingValues missing;
-};
-
 template <typename T>
 QuantConstants constants_of(const Quantization& q) {
   return {1.0 / q.step, q.step, q.error_bound, acceptance_threshold(sizeof(T) == 4, q.error_bound, q.min, q.max)};
@@ -208,7 +203,7 @@ struct Strip {
 // prediction), and their symbols (4 bits per k) go to `symbols`.
 template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ uint32_t prequantize_strip(const T* field, const Strip<TX, TY, TZ>& strip, const QuantConstants& c,
-                                      const FillRule& fill, int32_t (&q)[Strip<TX, TY, TZ>::per_thread],
+                                      const MissingValues& missing, int32_t (&q)[Strip<TX, TY, TZ>::per_thread],
                                       uint32_t& symbols) {
   constexpr int n = Strip<TX, TY, TZ>::per_thread;
   T values[n];
@@ -222,7 +217,7 @@ __device__ uint32_t prequantize_strip(const T* field, const Strip<TX, TY, TZ>& s
     q[k] = 0;
     uint32_t symbol = 0;
     if (Whole || strip.inside(k)) {
-      if constexpr (Fill) symbol = fill.missing.symbol_of(values[k]);
+      if constexpr (Fill) symbol = missing.symbol_of(values[k]);
       if (!symbol) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &q[k]);
     }
     if constexpr (Fill) symbols |= symbol << (4 * k);
@@ -233,10 +228,10 @@ __device__ uint32_t prequantize_strip(const T* field, const Strip<TX, TY, TZ>& s
 // Pre-quantizes the tile into the bordered shared tile; returns this thread's exact count.
 template <bool Whole = false, bool Fill = false, typename T, int TX, int TY, int TZ>
 __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, const QuantConstants& c,
-                              const FillRule& fill, int32_t* halo, uint32_t& symbols) {
+                              const MissingValues& missing, int32_t* halo, uint32_t& symbols) {
   const Strip<TX, TY, TZ> strip(g, p);
   int32_t q[Strip<TX, TY, TZ>::per_thread];
-  const uint32_t exacts = prequantize_strip<Whole, Fill>(field, strip, c, fill, q, symbols);
+  const uint32_t exacts = prequantize_strip<Whole, Fill>(field, strip, c, missing, q, symbols);
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k) halo[strip.cell(k)] = q[k];
   return exacts;
@@ -306,13 +301,33 @@ __device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePl
   __syncthreads();
 }
 
+// With fill values, after load_tile: the tile's symbols by key into `tile_symbols`, each
+// point's flag into `holds_data` (field order; null to skip), and, in a tile with both kinds
+// of point, the missing points' q (predict_missing). The whole block calls it; it ends at a
+// barrier, after which the halo's q are final.
+template <bool Whole, int TX, int TY, int TZ>
+__device__ void settle_missing(const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p, uint32_t symbols,
+                               int32_t* q, uint8_t* tile_symbols, uint8_t* holds_data) {
+  bool any_missing = false, any_data = false;
+#pragma unroll
+  for (int k = 0; k < strip.per_thread; ++k) {
+    const uint32_t symbol = symbols >> (4 * k) & 0xfu;
+    tile_symbols[strip.local(k)] = uint8_t(symbol);
+    any_missing = any_missing || symbol != 0;
+    any_data = any_data || ((Whole || strip.inside(k)) && symbol == 0);
+    if (holds_data && (Whole || strip.inside(k))) holds_data[strip.global0 + k * strip.global_step] = symbol == 0;
+  }
+  const bool mixed = __syncthreads_or(any_missing) && __syncthreads_or(any_data);
+  if (mixed) predict_missing<TX, TY, TZ>(q, tile_symbols, p);  // uniform across the block
+}
+
 // One tile's codes; returns this thread's escape and exact counts, packed. A 3D tile keeps
 // z and x in registers (column_deltas); 1D and 2D tiles, and with `Fill` every tile, go
 // through the bordered shared tile. With `Fill`, the points' symbols go to `tile_symbols`
 // (one byte per key, 0 outside the field).
 template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
-                                                const QuantConstants& c, const FillRule& fill, uint16_t* codes,
+                                                const QuantConstants& c, const MissingValues& missing, uint16_t* codes,
                                                 int32_t* q, uint8_t* tile_symbols, uint8_t* holds_data) {
   using H = Halo<TX, TY, TZ>;
   const Strip<TX, TY, TZ> strip(g, p);
@@ -320,26 +335,15 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
   uint32_t exacts, symbols;
   if constexpr (Fill) {
     // Every rank through the bordered tile: the missing points' q need the whole tile.
-    exacts = load_tile<Whole, Fill>(field, g, p, c, fill, q, symbols);
-    bool any_missing = false, any_data = false;
-    uint8_t* flag = holds_data + strip.global0;  // field order, for the gather of the codes
-#pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k, flag += strip.global_step) {
-      const uint32_t symbol = symbols >> (4 * k) & 0xfu;
-      tile_symbols[strip.local(k)] = uint8_t(symbol);
-      any_missing = any_missing || symbol != 0;
-      any_data = any_data || ((Whole || strip.inside(k)) && symbol == 0);
-      if (Whole || strip.inside(k)) *flag = symbol == 0;
-    }
-    const bool mixed = __syncthreads_or(any_missing) && __syncthreads_or(any_data);
-    if (mixed) predict_missing<TX, TY, TZ>(q, tile_symbols, p);  // uniform across the block
+    exacts = load_tile<Whole, Fill>(field, g, p, c, missing, q, symbols);
+    settle_missing<Whole>(strip, p, symbols, q, tile_symbols, holds_data);  // flags: for the gather of the codes
 #pragma unroll
     for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
   } else if constexpr (TZ > 1) {
-    exacts = prequantize_strip<Whole, Fill>(field, strip, c, fill, delta, symbols);
+    exacts = prequantize_strip<Whole, Fill>(field, strip, c, missing, delta, symbols);
     column_deltas(delta, strip, q);
   } else {
-    exacts = load_tile<Whole, Fill>(field, g, p, c, fill, q, symbols);
+    exacts = load_tile<Whole, Fill>(field, g, p, c, missing, q, symbols);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
@@ -425,7 +429,7 @@ struct MaskScratch {
 // totals: escapes, exacts, mask runs.
 template <typename T, int TX, int TY, int TZ, bool Fill>
 __global__ void __launch_bounds__(block_threads, Fill ? 5 : 1) encode_kernel(const T* __restrict__ field, Grid g,
-                                                               QuantConstants c, FillRule fill,
+                                                               QuantConstants c, MissingValues missing,
                                                                uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ tile_counts,
                                                                unsigned long long* __restrict__ totals,
@@ -447,8 +451,8 @@ __global__ void __launch_bounds__(block_threads, Fill ? 5 : 1) encode_kernel(con
     if constexpr (Fill) tile_symbols = mask_shared.symbols;
     // Interior tiles (most of a large field) skip every per-point bounds test.
     const uint32_t counts =
-        p.whole() ? encode_tile<true, Fill>(field, g, p, c, fill, codes, q, tile_symbols, mask.holds_data)
-                  : encode_tile<false, Fill>(field, g, p, c, fill, codes, q, tile_symbols, mask.holds_data);
+        p.whole() ? encode_tile<true, Fill>(field, g, p, c, missing, codes, q, tile_symbols, mask.holds_data)
+                  : encode_tile<false, Fill>(field, g, p, c, missing, codes, q, tile_symbols, mask.holds_data);
     if constexpr (Fill)
       write_mask_runs<TX, TY, TZ, Scan>(mask_shared.symbols, mask_shared.run_starts, mask_shared.scan,
                                         mask.slots + uint64_t(p.index - g.first_tile) * volume,
@@ -484,7 +488,7 @@ struct OutlierTargets {
 
 template <typename T, int TX, int TY, int TZ, bool Fill>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
-    const T* __restrict__ field, Grid g, QuantConstants c, FillRule fill, const uint32_t* __restrict__ tile_counts,
+    const T* __restrict__ field, Grid g, QuantConstants c, MissingValues missing, const uint32_t* __restrict__ tile_counts,
     const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out) {
   using H = Halo<TX, TY, TZ>;
   __shared__ int32_t q[H::size];
@@ -495,19 +499,9 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
   for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
     if (tile_counts[p.index] == 0) return;  // uniform across the block
     uint32_t symbols;
-    load_tile<false, Fill>(field, g, p, c, fill, q, symbols);
-    if constexpr (Fill) {  // the missing points' q as the encode gave them
-      const Strip<TX, TY, TZ> strip(g, p);
-      bool any_missing = false, any_data = false;
-#pragma unroll
-      for (int k = 0; k < strip.per_thread; ++k) {
-        const uint32_t symbol = symbols >> (4 * k) & 0xfu;
-        tile_symbols[strip.local(k)] = uint8_t(symbol);
-        any_missing = any_missing || symbol != 0;
-        any_data = any_data || (strip.inside(k) && symbol == 0);
-      }
-      if (__syncthreads_or(any_missing) && __syncthreads_or(any_data)) predict_missing<TX, TY, TZ>(q, tile_symbols, p);
-    }
+    load_tile<false, Fill>(field, g, p, c, missing, q, symbols);
+    if constexpr (Fill)  // the missing points' q as the encode gave them
+      settle_missing<false>(Strip<TX, TY, TZ>(g, p), p, symbols, q, tile_symbols, nullptr);
     __syncthreads();
     uint64_t next_escape = offsets[p.index].escapes, next_exact = offsets[p.index].exacts;
     for (uint32_t base = 0; base < TX * TY * TZ; base += block_threads) {
@@ -519,8 +513,8 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
       T value{};
       if (p.inside(lx, ly, lz)) {
         value = field[p.global(g, lx, ly, lz)];
-        const bool missing = Fill && fill.missing.symbol_of(value) != 0;
-        is_exact = !missing && prequantize(value, c.inverse_step, c.step, c.error_bound, c.accept_below, &unused);
+        const bool is_missing = Fill && missing.symbol_of(value) != 0;
+        is_exact = !is_missing && prequantize(value, c.inverse_step, c.step, c.error_bound, c.accept_below, &unused);
         delta = H::delta(q, H::at(lx, ly, lz));
         uint16_t code;
         is_escape = !encode_delta(delta, &code);
@@ -923,6 +917,12 @@ Grid rows_grid(const TileGrid& grid, uint64_t first_row, uint64_t end_row, uint6
   return g;
 }
 
+// The indexed mask as the kernels read it (runs null without fill values).
+MaskSource mask_source(const Buffer& runs, const Buffer& index, uint64_t tiles, const MissingValues& missing) {
+  if (missing.empty()) return {nullptr, nullptr, missing};
+  return {runs.as<uint16_t>(), index.as<uint64_t>() + (index.size() / sizeof(uint64_t) - (tiles + 1)), missing};
+}
+
 }  // namespace
 
 TileRows tile_rows(const Dims& dims) {
@@ -962,7 +962,6 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
-  const FillRule fill{missing_};
   MaskScratch scratch{nullptr, nullptr, nullptr};
   if (!missing_.empty())
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
@@ -972,10 +971,10 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
     using S = decltype(shape);
     if (missing_.empty())
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), fill, window, tile_counts(), totals, scratch);
+                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
     else
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, true>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), fill, window, tile_counts(), totals, scratch);
+                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
   });
   trace::mark("lorenzo: encode queued");
 }
@@ -990,7 +989,6 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
   // Where each tile's outliers go: the shared scan of the per-tile counts.
   varlen::exclusive_scan(TileCounts{tile_counts(), tiles}, tiles, offsets.as<OutlierCounts>(), OutlierCounts{0, 0},
                          varlen::Plus{}, stream_);
-  const FillRule fill{missing_};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
@@ -1003,10 +1001,10 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
     const Grid g = device_grid(grid_);
     if (missing_.empty())
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), fill, tile_counts(), offsets.as<OutlierCounts>(), out);
+                      constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
     else
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, true>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), fill, tile_counts(), offsets.as<OutlierCounts>(), out);
+                      constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
   });
   return stream_buffer;
 }
@@ -1091,9 +1089,7 @@ void DeviceDecoder::index_mask(const uint8_t* mask, uint64_t mask_size) {
 }
 
 void DeviceDecoder::data_flags(uint8_t* holds_data) const {
-  const uint64_t tiles = grid_.tile_count();
-  const MaskSource mask{mask_runs_.as<uint16_t>(),
-                        mask_index_.as<uint64_t>() + (mask_index_.size() / sizeof(uint64_t) - (tiles + 1)), missing_};
+  const MaskSource mask = mask_source(mask_runs_, mask_index_, grid_.tile_count(), missing_);
   const Grid g = device_grid(grid_);
   with_shape(type_, grid_.dims.rank, [&](auto, auto shape) {
     using S = decltype(shape);
@@ -1114,11 +1110,7 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
   }
   Grid g = rows_grid(grid_, first_row, end_row, window_first);
   g.field_first = field_first;
-  MaskSource mask{nullptr, nullptr, missing_};
-  if (!missing_.empty()) {
-    mask.runs = mask_runs_.as<uint16_t>();
-    mask.tile_first = mask_index_.as<uint64_t>() + (mask_index_.size() / sizeof(uint64_t) - (tiles + 1));
-  }
+  const MaskSource mask = mask_source(mask_runs_, mask_index_, tiles, missing_);
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
