@@ -22,6 +22,13 @@ void exclusive_scan(Term term, uint64_t n, T* out, T zero, Op op, cudaStream_t s
   FZG_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp.data(), temp_bytes, values, out, op, zero, n + 1, stream));
 }
 
+// The term of a scan over u32 counts (per tile, per segment, ...): count i, 0 at n.
+struct CountTerms {
+  const uint32_t* counts;
+  uint64_t n;
+  __device__ uint64_t operator()(uint64_t i) const { return i < n ? counts[i] : 0; }
+};
+
 struct Plus {
   template <typename T>
   __device__ T operator()(const T& a, const T& b) const { return a + b; }

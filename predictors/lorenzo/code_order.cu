@@ -38,12 +38,6 @@ __global__ void __launch_bounds__(segment_threads) segment_counts_kernel(const u
   }
 }
 
-struct SegmentCounts {
-  const uint32_t* counts;
-  uint64_t segments;
-  __device__ uint64_t operator()(uint64_t s) const { return s < segments ? counts[s] : 0; }
-};
-
 // Point i with data is the (count of points with data before it)-th data code. Gather:
 // data[j] = all[i] at those points; scatter: all[i] = data[j] there, 0 at missing points.
 template <bool Gather>
@@ -93,7 +87,7 @@ DataPlaces data_places(const uint8_t* holds_data, uint64_t n, cudaStream_t strea
   segment_counts_kernel<<<grid_for(places.segments, 1), segment_threads, 0, stream>>>(holds_data, n, places.segments,
                                                                                     counts.as<uint32_t>());
   FZG_CUDA_CHECK_LAUNCH();
-  varlen::exclusive_scan(SegmentCounts{counts.as<uint32_t>(), places.segments}, places.segments,
+  varlen::exclusive_scan(varlen::CountTerms{counts.as<uint32_t>(), places.segments}, places.segments,
                          places.first.as<uint64_t>(), uint64_t(0), varlen::Plus{}, stream);
   copy_bytes(&places.total, Location::host, places.first.as<uint64_t>() + places.segments, Location::device,
              sizeof(uint64_t), stream);

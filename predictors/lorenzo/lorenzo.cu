@@ -854,12 +854,6 @@ __global__ void write_run_count_kernel(uint8_t* stream, uint64_t runs) {
   for (int b = 0; b < 8; ++b) stream[b] = uint8_t(runs >> (8 * b));
 }
 
-struct TileRuns {
-  const uint32_t* runs;
-  uint64_t tiles;
-  __device__ uint64_t operator()(uint64_t t) const { return t < tiles ? runs[t] : 0; }
-};
-
 struct RunLengths {
   const uint16_t* runs;
   uint64_t count;
@@ -1017,8 +1011,8 @@ Buffer DeviceEncoder::mask(uint64_t runs) {
   if (runs == 0) return stream_buffer;
   // The runs follow the 8-byte count; the device's stream buffers start 8-byte aligned.
   Buffer offsets = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
-  varlen::exclusive_scan(TileRuns{tile_runs(), tiles}, tiles, offsets.as<uint64_t>(), uint64_t(0), varlen::Plus{},
-                         stream_);
+  varlen::exclusive_scan(varlen::CountTerms{tile_runs(), tiles}, tiles, offsets.as<uint64_t>(), uint64_t(0),
+                         varlen::Plus{}, stream_);
   pack_mask_runs_kernel<<<grid_for(tiles * 32, 256), 256, 0, stream_>>>(
       mask_slots_.as<uint16_t>(), tile_runs(), offsets.as<uint64_t>(), tiles, grid_.tile.volume(),
       reinterpret_cast<uint16_t*>(stream_buffer.data() + 8));
