@@ -101,8 +101,11 @@ def timed(call, stream, start, stop, release=None):
 
 
 def interleaved_medians(calls, stream, repeat, warm_up=3):
-    """{name: [median per side]}: each round times every side of every call back to back
-    (C API, binding, package), in an order rotated from round to round."""
+    """{name: ([median per side], [median per side of its difference from side 0 in the same
+    round])}: each round times every side of every call back to back (C API, binding,
+    package), in an order rotated from round to round. The paired differences cancel the
+    GPU's drift from round to round (tens of us on a 1 ms call), which the sides' own medians
+    keep."""
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
     samples = {name: [[] for _ in sides] for name, sides in calls.items()}
     for i in range(warm_up + repeat):
@@ -113,7 +116,9 @@ def interleaved_medians(calls, stream, repeat, warm_up=3):
                 ms = timed(call, stream, start, stop, release)
                 if i >= warm_up:
                     samples[name][side].append(ms)
-    return {name: [statistics.median(times) for times in sides] for name, sides in samples.items()}
+    return {name: ([statistics.median(times) for times in sides],
+                   [statistics.median(t - c for t, c in zip(times, sides[0])) for times in sides])
+            for name, sides in samples.items()}
 
 
 def main():
@@ -181,17 +186,21 @@ def main():
     c_calls = {"compress": "fzg_compress_to_buffer", "decompress": "fzg_decompress_to_buffer",
                "decompress(out=)": "fzg_decompress"}
     report = {"values": field.size, "file_bytes": int(file.size), "repeat": args.repeat,
-              "medians_ms": {name: dict(zip(("c", "binding", "python"), sides)) for name, sides in medians.items()},
-              "overhead": {name: sides[2] / sides[0] - 1 for name, sides in medians.items()},
+              "medians_ms": {name: dict(zip(("c", "binding", "python"), sides)) for name, (sides, _) in medians.items()},
+              "overhead": {name: sides[2] / sides[0] - 1 for name, (sides, _) in medians.items()},
+              "paired_overhead": {name: paired[2] / sides[0] for name, (sides, paired) in medians.items()},
               "info_ms": info_ms, "capi_process": process}
     if args.json:
         print(json.dumps(report))
         return
     print(f"{field.size / 1e6:.0f} M f32 values, rel {args.rel}, file {file.size / 1e6:.1f} MB, median of "
           f"{args.repeat} (CUDA events; C, binding and package interleaved)")
-    print(f"{'call':<18}{'C API call':<26}{'C ms':>8}{'binding ms':>12}{'Python ms':>11}{'overhead':>10}")
-    for name, (cm, bm, pm) in medians.items():
-        print(f"{name:<18}{c_calls[name]:<26}{cm:>8.3f}{bm:>12.3f}{pm:>11.3f}{100 * (pm / cm - 1):>9.1f}%")
+    print(f"{'call':<18}{'C API call':<26}{'C ms':>8}{'binding ms':>12}{'Python ms':>11}{'overhead':>10}"
+          f"{'paired':>9}")
+    for name, ((cm, bm, pm), (_, _, paired)) in medians.items():
+        print(f"{name:<18}{c_calls[name]:<26}{cm:>8.3f}{bm:>12.3f}{pm:>11.3f}{100 * (pm / cm - 1):>9.1f}%"
+              f"{100 * paired / cm:>8.1f}%")
+    print("(overhead: the medians' ratio; paired: the median of Python - C within a round, over C's median)")
     print(f"fzg.info of the device file alone: {info_ms:.3f} ms (what reading it before fzg_decompress added)")
     if process:
         print("fzg_capi_device_timing (its own process): " +

@@ -141,21 +141,16 @@ def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=Non
     if mode != _MODES["lossless"] and field.dtype not in _arrays.LOSSY_DTYPES:
         raise TypeError(f"{field.dtype} arrays compress with lossless=True only (lossy modes take float32 and float64)")
     ctx = _context(config)
-    ctx.set_bound(mode, bound)
-    ctx.set_fill_values(_fill_values(fill))
-    ctx.set_device(_DEVICES["cuda"] if field.on_device else device_code)
+    ctx.set_target(mode, bound, _fill_values(fill))
     dtype_code = _arrays.DTYPE_CODES[field.dtype]
     if not field.on_device:
-        ctx.set_stream(_arrays.stream_handle(stream))
-        ctx.set_locations(_HOST, _HOST)
+        ctx.set_placement(device_code, _arrays.stream_handle(stream), _HOST, _HOST)
         return ctx.compress_to_bytes(field.address, dtype_code, field.dims)
     stream_ptr = _arrays.stream_handle(stream, field)
-    ctx.set_stream(stream_ptr)
-    cupy = _arrays.cupy_or_none()
-    if cupy is None:  # no device array type to hold the file: it comes to the host (its size, not the field's)
-        ctx.set_locations(_DEVICE, _HOST)
+    if _arrays.cupy_or_none() is None:  # no device array type to hold the file: it comes to the host (its size)
+        ctx.set_placement(_DEVICES["cuda"], stream_ptr, _DEVICE, _HOST)
         return ctx.compress_to_bytes(field.address, dtype_code, field.dims)
-    ctx.set_locations(_DEVICE, _DEVICE)
+    ctx.set_placement(_DEVICES["cuda"], stream_ptr, _DEVICE, _DEVICE)
     # The file as fzg allocated it, exactly its size: no worst-case buffer, no copy.
     owned = ctx.compress_to_buffer(field.address, dtype_code, field.dims)
     return _array_of(owned, np.dtype(np.uint8), (owned.size,), True, stream)
@@ -168,7 +163,8 @@ def _array_of(owned, dtype, shape, on_device, stream):
     if not on_device:
         return np.frombuffer(owned, dtype=dtype).reshape(shape)
     import cupy
-    owned.stream = stream
+    if stream is not None:  # the caller's stream object lives as long as the array
+        owned.stream = stream
     # fzg allocated it on this thread's current device: naming the device spares cupy a
     # context check and a cudaPointerGetAttributes per array (the largest part of this
     # function's time in device_overhead.py --profile on an H100).
@@ -215,8 +211,8 @@ def info(buf) -> dict:
     read from the GPU (a few KiB, never the whole file)."""
     address, size, on_device, _owner, stream = _file_buffer(buf)
     ctx = _context(None)
-    ctx.set_stream(_arrays.stream_handle(None, None) if stream is None else int(stream))
-    ctx.set_locations(_HOST, _DEVICE if on_device else _HOST)
+    ctx.set_placement(_DEVICES["auto"], _arrays.stream_handle(None, None) if stream is None else int(stream), _HOST,
+                      _DEVICE if on_device else _HOST)
     return _read_info(ctx, address, size)
 
 
@@ -262,9 +258,8 @@ def decompress(buf, out=None, device=None, stream=None):
         raise ValueError("device='cpu' decodes a host file into host memory; this file or out is on the GPU")
     ctx = _context(None)
     stream_ptr = _arrays.stream_handle(stream) if stream is not None else int(file_stream or 0)
-    ctx.set_stream(stream_ptr)
-    ctx.set_device(_DEVICES["cuda"] if (file_on_device or out_on_device) else _DEVICES[device or "auto"])
-    ctx.set_locations(_DEVICE if out_on_device else _HOST, _DEVICE if file_on_device else _HOST)
+    ctx.set_placement(_DEVICES["cuda"] if (file_on_device or out_on_device) else _DEVICES[device or "auto"], stream_ptr,
+                      _DEVICE if out_on_device else _HOST, _DEVICE if file_on_device else _HOST)
     if out is not None:
         target, dtype, shape = _out_target(out, out_on_device)
         code = _arrays.DTYPE_CODES.get(dtype)
@@ -281,5 +276,5 @@ def decompress(buf, out=None, device=None, stream=None):
     if out_on_device and _arrays.cupy_or_none() is None:
         raise TypeError("decompressing into GPU memory without out= needs cupy (pip install cupy-cuda12x)")
     # One call: fzg reads the metadata once and allocates the field, exactly its size.
-    owned, raw = ctx.decompress_to_buffer(address, size, out_on_device)
-    return _array_of(owned, _arrays.DTYPES[raw["dtype_code"]], tuple(raw["dims"][::-1]), out_on_device, stream)
+    owned, dtype_code, shape = ctx.decompress_to_buffer(address, size, out_on_device)
+    return _array_of(owned, _arrays.DTYPES[dtype_code], shape, out_on_device, stream)

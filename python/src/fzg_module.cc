@@ -85,6 +85,18 @@ class Context {
   void set_device(int device) { check(fzg_set_device(ctx_, fzg_device(device))); }
   void set_stream(uintptr_t stream) { check(fzg_set_stream(ctx_, reinterpret_cast<void*>(stream))); }
   void set_locations(int data, int file) { check(fzg_set_locations(ctx_, fzg_memory(data), fzg_memory(file))); }
+  // The settings of one call in one crossing from Python (each crossing costs the package's
+  // time per call on the GPU more than its C work): where it runs, on which stream, where
+  // field and file live; and, for compress, the bound and the fill values.
+  void set_placement(int device, uintptr_t stream, int data, int file) {
+    set_device(device);
+    set_stream(stream);
+    set_locations(data, file);
+  }
+  void set_target(int mode, double bound, const std::vector<double>& fill_values) {
+    set_bound(mode, bound);
+    set_fill_values(fill_values);
+  }
 
   size_t max_compressed_size(int dtype, const std::vector<size_t>& dims) {
     const size_t size = fzg_max_compressed_size(ctx_, fzg_dtype(dtype), dims.data(), int(dims.size()));
@@ -137,8 +149,9 @@ class Context {
     return info_dict(info);
   }
 
-  // Into a field fzg allocates where set_locations says (on_device: device memory), with the
-  // file's info: one C call, the file's metadata read once.
+  // Into a field fzg allocates where set_locations says (on_device: device memory): one C
+  // call, the file's metadata read once. Returns (field, dtype code, C-order shape), what the
+  // package's array needs and no more (building the info dict cost microseconds per call).
   py::tuple decompress_to_buffer(uintptr_t file, size_t size, bool on_device) {
     fzg_buffer* field = nullptr;
     fzg_file_info info;
@@ -148,7 +161,9 @@ class Context {
       status = fzg_decompress_to_buffer(ctx_, address(file), size, &field, &info);
     }
     check(status);
-    return py::make_tuple(std::make_unique<OwnedFile>(field, on_device), info_dict(info));
+    py::tuple shape(info.rank);
+    for (int axis = 0; axis < info.rank; ++axis) shape[size_t(axis)] = info.dims[info.rank - 1 - axis];
+    return py::make_tuple(std::make_unique<OwnedFile>(field, on_device), int(info.dtype), std::move(shape));
   }
 
   // Into caller memory that holds a field of `dtype` and `dims` (fastest first), the file's
@@ -225,6 +240,8 @@ PYBIND11_MODULE(_fzg, m) {
       .def("set_device", &Context::set_device)
       .def("set_stream", &Context::set_stream)
       .def("set_locations", &Context::set_locations)
+      .def("set_placement", &Context::set_placement)
+      .def("set_target", &Context::set_target)
       .def("max_compressed_size", &Context::max_compressed_size)
       .def("compress", &Context::compress)
       .def("compress_to_bytes", &Context::compress_to_bytes)
