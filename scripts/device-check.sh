@@ -88,6 +88,14 @@ done
   >"$out/eval_turbulent-100M.json" 2>>"$out/bench.err"
 bash scripts/bench-fill.sh "$fzg" "${FZG_TOOLS:-$root/.device-tools}/gen_field.py" configs/fz.json >"$out/fill.txt" 2>>"$out/bench.err"
 bash scripts/bench-matrix.sh "$fzg" "${FZG_TOOLS:-$root/.device-tools}/gen_field.py" >"$out/matrix.txt" 2>>"$out/bench.err"
+# The Python package's time per call over the C API's on a 100 M-value cupy array (built here
+# unless -DFZG_PYTHON=OFF; needs cupy), twice: its medians move by a few percent from run to run.
+if [ -d build-device/python/fzg ] && python3 -c "import cupy" 2>/dev/null; then
+  for run in 1 2; do
+    PYTHONPATH=build-device/python python3 python/bench/device_overhead.py --fzg "$fzg" --repeat 100 2>>"$out/bench.err" |
+      head -6
+  done >"$out/python.txt"
+fi
 echo "[${SECONDS}s] benchmarks done"
 echo
 echo "== fzg device check: tests exit $tests_rc, $skipped skipped; extreme-value bound check exit $extreme_rc; compute-sanitizer exit $sanitizer_rc ==" | tee "$out/summary.txt"
@@ -145,5 +153,9 @@ echo; echo "fill values (scripts/bench-fill.sh): 100 M power-law field, 52 % lan
 tee -a "$out/summary.txt" <"$out/fill.txt"
 echo; echo "matrix (scripts/bench-matrix.sh): kernel-only GB/s, median of 20" | tee -a "$out/summary.txt"
 tee -a "$out/summary.txt" <"$out/matrix.txt"
+if [ -f "$out/python.txt" ]; then
+  echo; echo "Python over the C API (python/bench/device_overhead.py, two runs)" | tee -a "$out/summary.txt"
+  tee -a "$out/summary.txt" <"$out/python.txt"
+fi
 pack_logs
 [ $tests_rc -eq 0 ] && [ $extreme_rc -eq 0 ] && [ $sanitizer_rc -eq 0 ]

@@ -353,20 +353,38 @@ TEST(MissingValues, GpuGathersAndScattersCodesAsTheCpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
 #ifdef FZG_HAVE_CUDA
   std::mt19937_64 rng(12);
-  for (uint64_t n : {1, 2047, 2048, 2049, 300001}) {
+  // Rows of 32 points and of others (a partial last word per row), several segments of words,
+  // random flags and whole words without data (the gather skips them).
+  for (const Dims& d : {Dims::make({1}), Dims::make({2047}), Dims::make({8192}), Dims::make({300001}),
+                        Dims::make({33, 70}), Dims::make({64, 300}), Dims::make({37, 19, 23})}) {
+    SCOPED_TRACE(d.to_string());
+    const uint64_t n = d.count();
     std::vector<uint8_t> flags(n);
     std::vector<uint16_t> codes(n), data(n);
-    for (uint64_t i = 0; i < n; ++i) flags[i] = rng() % 4 != 0, codes[i] = flags[i] ? uint16_t(rng()) : 0;
+    for (uint64_t i = 0; i < n; ++i) {
+      const bool empty_word = (i / 32) % 5 == 3;
+      flags[i] = !empty_word && rng() % 4 != 0, codes[i] = flags[i] ? uint16_t(rng()) : 0;
+    }
     const uint64_t count = lorenzo::gather_data_codes_cpu(codes.data(), flags.data(), n, data.data());
-    Buffer f = to_device(Buffer::view(flags.data(), n, Location::host), nullptr);
+    // The flags as the GPU keeps them (lorenzo::DataBits): a bit a point, words by rows.
+    const lorenzo::DataBits layout(d);
+    std::vector<uint32_t> words(layout.words(), 0);
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t row = i / d.x, x = i % d.x;
+      if (flags[i]) words[row * layout.words_per_row() + x / 32] |= 1u << (x % 32);
+    }
+    Buffer bits = to_device(Buffer::view(words.data(), 4 * words.size(), Location::host), nullptr);
     Buffer c = to_device(Buffer::view(codes.data(), 2 * n, Location::host), nullptr);
     Buffer gathered = Buffer::device(2 * n, nullptr), scattered = Buffer::device(2 * n, nullptr);
-    EXPECT_EQ(lorenzo::gather_data_codes_cuda(c.as<uint16_t>(), f.data(), n, gathered.as<uint16_t>(), nullptr), count);
+    EXPECT_EQ(lorenzo::gather_data_codes_cuda(c.as<uint16_t>(), bits.as<uint32_t>(), d, gathered.as<uint16_t>(),
+                                              nullptr),
+              count);
     std::vector<uint8_t> got = testing::bytes_of(gathered);
     EXPECT_EQ(0, std::memcmp(got.data(), data.data(), 2 * count));
-    lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count, f.data(), n, scattered.as<uint16_t>(), nullptr);
+    lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count, bits.as<uint32_t>(), d,
+                                     scattered.as<uint16_t>(), nullptr);
     EXPECT_EQ(testing::bytes_of(scattered), testing::bytes_of(Buffer::view(codes.data(), 2 * n, Location::host)));
-    expect_error([&] { lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count + 1, f.data(), n,
+    expect_error([&] { lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count + 1, bits.as<uint32_t>(), d,
                                                         scattered.as<uint16_t>(), nullptr); },
                  ErrorCode::corrupt_data, "codes size");
   }

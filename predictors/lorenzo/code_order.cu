@@ -1,9 +1,11 @@
 // CUDA backend of the codes of the points with data (lorenzo.hh), the same bytes as
-// gather_data_codes_cpu and scatter_data_codes_cpu: the field is cut into segments of 2048
-// points; a first pass counts each segment's points with data, the shared scan
-// (varlen/scan.cuh) gives every segment its first place, and a second pass moves the codes,
-// a block per segment, each thread eight consecutive points placed by a block scan of the
-// threads' counts. The total is read back: the gather's output size, the scatter's check.
+// gather_data_codes_cpu and scatter_data_codes_cpu, from the points' data bits (DataBits):
+// the words are cut into segments of 256, one a thread; a first pass counts each segment's
+// points with data, the shared scan (varlen/scan.cuh) gives every segment its first place,
+// and a second pass moves the codes, a block per segment: a block scan of the threads' counts
+// places each word, then each warp walks its 32 words, a word's 32 codes by the 32 lanes
+// (one coalesced load or store of a row's 32 neighbours; the gather skips words without
+// data). The total is read back: the gather's output size, the scatter's check.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -17,22 +19,32 @@ namespace fzg::lorenzo {
 
 namespace {
 
-constexpr int segment_threads = 256, segment_items = 8;
-constexpr uint64_t segment_points = segment_threads * segment_items;
+constexpr int segment_words = 256;  // a thread's word each
 
-__global__ void __launch_bounds__(segment_threads) segment_counts_kernel(const uint8_t* __restrict__ holds_data,
-                                                                         uint64_t n, uint64_t segments,
-                                                                         uint32_t* __restrict__ counts) {
-  using Reduce = cub::BlockReduce<uint32_t, segment_threads>;
+// The words as the kernels read them: where word w's 32 points start in field order, and
+// how many of them the row holds.
+struct Words {
+  const uint32_t* bits;
+  uint64_t count, per_row, nx;
+
+  __device__ uint32_t at(uint64_t w) const { return w < count ? bits[w] : 0u; }
+  __device__ void place(uint64_t w, uint64_t& first_point, uint32_t& points) const {
+    if (w >= count) {
+      first_point = 0, points = 0;
+      return;
+    }
+    const uint64_t row = w / per_row, x = (w - row * per_row) * 32;
+    first_point = row * nx + x;
+    points = uint32_t(nx - x < 32 ? nx - x : 32);
+  }
+};
+
+__global__ void __launch_bounds__(segment_words) segment_counts_kernel(Words words, uint64_t segments,
+                                                                       uint32_t* __restrict__ counts) {
+  using Reduce = cub::BlockReduce<uint32_t, segment_words>;
   __shared__ typename Reduce::TempStorage temp;
   for (uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
-    uint32_t c = 0;
-#pragma unroll
-    for (int k = 0; k < segment_items; ++k) {
-      const uint64_t i = s * segment_points + threadIdx.x + uint64_t(k) * segment_threads;
-      if (i < n) c += holds_data[i];
-    }
-    const uint32_t total = Reduce(temp).Sum(c);
+    const uint32_t total = Reduce(temp).Sum(__popc(words.at(s * segment_words + threadIdx.x)));
     if (threadIdx.x == 0) counts[s] = total;
     __syncthreads();
   }
@@ -41,32 +53,32 @@ __global__ void __launch_bounds__(segment_threads) segment_counts_kernel(const u
 // Point i with data is the (count of points with data before it)-th data code. Gather:
 // data[j] = all[i] at those points; scatter: all[i] = data[j] there, 0 at missing points.
 template <bool Gather>
-__global__ void __launch_bounds__(segment_threads) move_kernel(const uint16_t* __restrict__ in,
-                                                               const uint8_t* __restrict__ holds_data, uint64_t n,
-                                                               uint64_t segments, const uint64_t* __restrict__ first,
-                                                               uint16_t* __restrict__ out) {
-  using Scan = cub::BlockScan<uint32_t, segment_threads>;
+__global__ void __launch_bounds__(segment_words) move_kernel(const uint16_t* __restrict__ in, Words words,
+                                                             uint64_t segments, const uint64_t* __restrict__ first,
+                                                             uint16_t* __restrict__ out) {
+  using Scan = cub::BlockScan<uint32_t, segment_words>;
   __shared__ typename Scan::TempStorage temp;
+  const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1;
   for (uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
-    const uint64_t i0 = s * segment_points + uint64_t(threadIdx.x) * segment_items;
-    uint8_t flags[segment_items];
-    uint32_t c = 0;
-#pragma unroll
-    for (int k = 0; k < segment_items; ++k) {
-      flags[k] = i0 + k < n ? holds_data[i0 + k] : 0;
-      c += flags[k];
-    }
+    const uint64_t w = s * segment_words + threadIdx.x;
+    const uint32_t bits = words.at(w);
     uint32_t before;
-    Scan(temp).ExclusiveSum(c, before);
-    uint64_t j = first[s] + before;
-#pragma unroll
-    for (int k = 0; k < segment_items; ++k) {
-      const uint64_t i = i0 + k;
-      if (i >= n) break;
+    Scan(temp).ExclusiveSum(uint32_t(__popc(bits)), before);
+    const uint64_t my_first_code = first[s] + before;
+    uint64_t my_first_point;
+    uint32_t my_points;
+    words.place(w, my_first_point, my_points);
+    for (int j = 0; j < 32; ++j) {  // the warp's words in turn
+      const uint32_t b = __shfl_sync(0xffffffffu, bits, j);
+      if (Gather && b == 0) continue;  // uniform across the warp
+      const uint64_t code = __shfl_sync(0xffffffffu, my_first_code, j) + __popc(b & below);
+      const uint64_t point = __shfl_sync(0xffffffffu, my_first_point, j) + lane;
+      const uint32_t points = __shfl_sync(0xffffffffu, my_points, j);
+      const bool has_data = b >> lane & 1u;
       if (Gather) {
-        if (flags[k]) out[j++] = in[i];
-      } else {
-        out[i] = flags[k] ? in[j++] : uint16_t(0);
+        if (has_data) out[code] = in[point];
+      } else if (lane < points) {
+        out[point] = has_data ? in[code] : uint16_t(0);
       }
     }
     __syncthreads();  // the scan's storage is reused by the next segment
@@ -79,13 +91,13 @@ struct DataPlaces {
   Buffer first;
 };
 
-DataPlaces data_places(const uint8_t* holds_data, uint64_t n, cudaStream_t stream) {
+DataPlaces data_places(const Words& words, cudaStream_t stream) {
   DataPlaces places;
-  places.segments = (n + segment_points - 1) / segment_points;
+  places.segments = (words.count + segment_words - 1) / segment_words;
   Buffer counts = Buffer::device(places.segments * sizeof(uint32_t), stream);
   places.first = Buffer::device((places.segments + 1) * sizeof(uint64_t), stream);
-  segment_counts_kernel<<<grid_for(places.segments, 1), segment_threads, 0, stream>>>(holds_data, n, places.segments,
-                                                                                    counts.as<uint32_t>());
+  segment_counts_kernel<<<grid_for(places.segments, 1), segment_words, 0, stream>>>(words, places.segments,
+                                                                                  counts.as<uint32_t>());
   FZG_CUDA_CHECK_LAUNCH();
   varlen::exclusive_scan(varlen::CountTerms{counts.as<uint32_t>(), places.segments}, places.segments,
                          places.first.as<uint64_t>(), uint64_t(0), varlen::Plus{}, stream);
@@ -94,25 +106,30 @@ DataPlaces data_places(const uint8_t* holds_data, uint64_t n, cudaStream_t strea
   return places;
 }
 
+Words words_of(const uint32_t* data_bits, const Dims& dims) {
+  const DataBits layout(dims);
+  return {data_bits, layout.words(), layout.words_per_row(), dims.x};
+}
+
 }  // namespace
 
-uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out,
+uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
                                 cudaStream_t stream) {
-  if (n == 0) return 0;
-  const DataPlaces places = data_places(holds_data, n, stream);
-  move_kernel<true><<<grid_for(places.segments, 1), segment_threads, 0, stream>>>(
-      codes, holds_data, n, places.segments, places.first.as<uint64_t>(), out);
+  const Words words = words_of(data_bits, dims);
+  const DataPlaces places = data_places(words, stream);
+  move_kernel<true><<<grid_for(places.segments, 1), segment_words, 0, stream>>>(
+      codes, words, places.segments, places.first.as<uint64_t>(), out);
   FZG_CUDA_CHECK_LAUNCH();
   return places.total;
 }
 
-void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint8_t* holds_data, uint64_t n,
+void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint32_t* data_bits, const Dims& dims,
                              uint16_t* codes, cudaStream_t stream) {
-  if (n == 0) return require_data(count == 0, "lorenzo codes size");
-  const DataPlaces places = data_places(holds_data, n, stream);
+  const Words words = words_of(data_bits, dims);
+  const DataPlaces places = data_places(words, stream);
   require_data(places.total == count, "lorenzo codes size");  // before any code past `count` is read
-  move_kernel<false><<<grid_for(places.segments, 1), segment_threads, 0, stream>>>(
-      data_codes, holds_data, n, places.segments, places.first.as<uint64_t>(), codes);
+  move_kernel<false><<<grid_for(places.segments, 1), segment_words, 0, stream>>>(
+      data_codes, words, places.segments, places.first.as<uint64_t>(), codes);
   FZG_CUDA_CHECK_LAUNCH();
 }
 

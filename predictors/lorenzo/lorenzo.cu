@@ -18,14 +18,17 @@
 // Decompression is one pass: deltas (escapes patched in), prefix sums along each axis,
 // x' = T(q * step) written, exact values written last (2 bytes read + sizeof(T) written per
 // value).
-// With fill values (the `Fill` instantiations), every tile goes through the bordered shared
-// tile, and in a tile with both kinds of point warp 0 gives each missing point its own
-// prediction as q (predict_missing, mask.hh's rule) before the deltas; the tile's mask runs are
-// found by a block scan over the symbols in shared memory and written to a scratch slot per
-// tile, which a compaction kernel packs into the mask stream once the host knows the total
-// (read back with the outlier totals: no extra synchronization). The missing points' codes
-// (all 0) are then gathered out of the codes (code_order.cu), and put back before a decode,
-// which writes the fill values of its tile's runs after the exact values.
+// With fill values (the `Fill` instantiations), a tile first finds which symbols it holds (one
+// barrier): a tile all of one fill value (inland) writes no code and its known mask runs; a
+// tile all data goes through the bordered shared tile; in a tile with both kinds of point the
+// warps give each missing point its own prediction as q (predict_missing, mask.hh's rule, one
+// anti-diagonal of rows at a time in 3D) before the deltas, and its mask runs are found by a
+// block scan over the symbols in shared memory. Runs go to a scratch slot per tile, which a
+// compaction kernel packs into the mask stream once the host knows the total (read back with
+// the outlier totals: no extra synchronization). Every warp also writes its points' data bits
+// (a ballot: lorenzo.hh's DataBits), by which the codes of the points with data are gathered
+// (code_order.cu); before a decode they are scattered back (0 at missing points, bits from the
+// mask), and the decode writes the fill values of its tile's runs after the exact values.
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
 
@@ -43,6 +46,7 @@ namespace fzg::lorenzo {
 namespace {
 
 constexpr int block_threads = 256;
+constexpr uint32_t no_uniform_symbol = ~0u;  // a tile's mask is not all one symbol
 
 // The field's shape, and the tiles a launch works on: [first_tile, end_tile) of tile order,
 // their codes in a window that holds point i's code at [i - codes_first]; a decode writes
@@ -258,85 +262,181 @@ __device__ void column_deltas(int32_t (&q)[Strip<TX, TY, TZ>::per_thread], const
   for (int k = 0; k < n; ++k) q[k] = wrapping_sub(q[k], strip.ly == 0 ? 0 : plane[strip.local(k) - TX]);
 }
 
-// The missing points of a tile that has points of both kinds take their own Lorenzo
-// prediction as q (mask.hh), in raster order so that each sees its neighbours final: warp 0
-// walks the tile's rows (y, then z); in a row of 32 points a missing point's q is its left
+// One step of predict_missing: the points lx = 32 part + lane of row (ly, lz) of a tile, whose
+// missing points take their own Lorenzo prediction as q: a missing point's q is its left
 // neighbour's plus D, where D is the rest of its prediction (rows and planes before, final),
-// and a point with data keeps its own: a segmented scan over the lanes. 1D tiles are one row
-// of 2048 points, 64 steps of 32 lanes, each carrying the last q of the step before (D = 0).
-// `symbols` by key (shared memory); the halo holds the tile's q. The whole block calls it.
+// and a point with data keeps its own: a segmented scan over the lanes. `carry` is the q of
+// the point before lane 0 (0 at a row's start: outside the tile); the next step's is returned.
+// A warp calls it.
 template <int TX, int TY, int TZ>
-__device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePlace<TX, TY, TZ>& p) {
+__device__ uint32_t predict_step(int32_t* h, const uint8_t* symbols, const TilePlace<TX, TY, TZ>& p, uint32_t part,
+                                 uint32_t ly, uint32_t lz, uint32_t carry) {
   using H = Halo<TX, TY, TZ>;
-  constexpr uint32_t steps_per_row = TX / 32, steps = steps_per_row * TY * TZ;
-  static_assert(TX % 32 == 0, "rows of whole warps");
-  if (threadIdx.x < 32) {
-    const uint32_t lane = threadIdx.x;
-    uint32_t carry = 0;  // q of the point before this step's lane 0 (0 at a row's start: outside the tile)
-    for (uint32_t step = 0; step < steps; ++step) {
-      const uint32_t row = step / steps_per_row, part = step % steps_per_row;
-      const uint32_t lx = part * 32 + lane, ly = row % TY, lz = row / TY;
-      if (part == 0) carry = 0;
-      const int c = H::at(lx, ly, lz);
-      const bool missing = p.inside(lx, ly, lz) && symbols[lx + TX * (ly + TY * lz)] != 0;
-      uint32_t d = 0;  // the prediction less q(x - 1): only rows and planes before
-      if constexpr (TY > 1) d += uint32_t(h[c - H::dy]) - uint32_t(h[c - 1 - H::dy]);
-      if constexpr (TZ > 1)
-        d += uint32_t(h[c - H::dz]) - uint32_t(h[c - 1 - H::dz]) - uint32_t(h[c - H::dy - H::dz]) +
-             uint32_t(h[c - 1 - H::dy - H::dz]);
-      uint32_t v = missing ? d : uint32_t(h[c]);
-      bool started = !missing;  // a point with data at or before this lane (within the step)
+  const uint32_t lane = threadIdx.x % 32, lx = part * 32 + lane;
+  const int c = H::at(lx, ly, lz);
+  const bool missing = p.inside(lx, ly, lz) && symbols[lx + TX * (ly + TY * lz)] != 0;
+  if (!__any_sync(0xffffffffu, missing)) return __shfl_sync(0xffffffffu, uint32_t(h[c]), 31);  // all data: as it is
+  uint32_t d = 0;  // the prediction less q(x - 1): only rows and planes before
+  if constexpr (TY > 1) d += uint32_t(h[c - H::dy]) - uint32_t(h[c - 1 - H::dy]);
+  if constexpr (TZ > 1)
+    d += uint32_t(h[c - H::dz]) - uint32_t(h[c - 1 - H::dz]) - uint32_t(h[c - H::dy - H::dz]) +
+         uint32_t(h[c - 1 - H::dy - H::dz]);
+  uint32_t v = missing ? d : uint32_t(h[c]);
+  bool started = !missing;  // a point with data at or before this lane (within the step)
 #pragma unroll
-      for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t up = __shfl_up_sync(0xffffffffu, v, offset);
-        const bool up_started = __shfl_up_sync(0xffffffffu, started, offset);
-        if (lane >= offset && !started) v += up, started = up_started;
-      }
-      if (!started) v += carry;  // the run of missing points began in an earlier step
-      if (missing) h[c] = int32_t(v);
-      carry = __shfl_sync(0xffffffffu, v, 31);
-      __syncwarp();
-    }
+  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+    const uint32_t up = __shfl_up_sync(0xffffffffu, v, offset);
+    const bool up_started = __shfl_up_sync(0xffffffffu, started, offset);
+    if (lane >= offset && !started) v += up, started = up_started;
   }
-  __syncthreads();
+  if (!started) v += carry;  // the run of missing points began in an earlier step
+  if (missing) h[c] = int32_t(v);
+  return __shfl_sync(0xffffffffu, v, 31);
 }
 
-// With fill values, after load_tile: the tile's symbols by key into `tile_symbols`, each
-// point's flag into `holds_data` (field order; null to skip), and, in a tile with both kinds
-// of point, the missing points' q (predict_missing). The whole block calls it; it ends at a
-// barrier, after which the halo's q are final.
+// The missing points of a tile that has points of both kinds take their own Lorenzo
+// prediction as q (mask.hh), in raster order so that each sees its neighbours final. A row
+// needs the rows before it in y and z final: in 3D the rows of one anti-diagonal y + z do not
+// need each other, so warp y takes row (y, t - y) at step t (15 steps for 64 rows, each a
+// barrier); in 2D and 1D warp 0 walks the rows (1D tiles are one row of 2048 points, 64 steps
+// of 32 lanes, each carrying the last q of the step before). `symbols` by key (shared
+// memory); the halo holds the tile's q. The whole block calls it.
+template <int TX, int TY, int TZ>
+__device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePlace<TX, TY, TZ>& p) {
+  constexpr uint32_t steps_per_row = TX / 32;
+  static_assert(TX % 32 == 0, "rows of whole warps");
+  if constexpr (TZ > 1) {
+    static_assert(block_threads / 32 >= TY, "a warp for each row of a plane");
+    const uint32_t y = threadIdx.x / 32;
+    for (uint32_t t = 0; t < TY + TZ - 1; ++t) {
+      if (y < TY && t >= y && t - y < TZ) {  // uniform across the warp
+        uint32_t carry = 0;
+        for (uint32_t part = 0; part < steps_per_row; ++part) {
+          carry = predict_step(h, symbols, p, part, y, t - y, carry);
+          __syncwarp();
+        }
+      }
+      __syncthreads();
+    }
+  } else {
+    if (threadIdx.x < 32) {
+      for (uint32_t row = 0; row < TY * TZ; ++row) {
+        uint32_t carry = 0;
+        for (uint32_t part = 0; part < steps_per_row; ++part) {
+          carry = predict_step(h, symbols, p, part, row % TY, row / TY, carry);
+          __syncwarp();  // the next step reads this one's q
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// The symbols of a tile, as a word: bit s where a key holds symbol s (0 at keys outside the
+// field), `holds_data` where a point inside holds data. Warps OR theirs into `warp_words`
+// (shared, one a warp); the whole block calls it, and it ends at a barrier.
+constexpr uint32_t holds_data = 1u << 16;
 template <bool Whole, int TX, int TY, int TZ>
-__device__ void settle_missing(const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p, uint32_t symbols,
-                               int32_t* q, uint8_t* tile_symbols, uint8_t* holds_data) {
-  bool any_missing = false, any_data = false;
+__device__ uint32_t tile_presence(const Strip<TX, TY, TZ>& strip, uint32_t symbols, uint32_t* warp_words) {
+  uint32_t mine = 0;
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k) {
     const uint32_t symbol = symbols >> (4 * k) & 0xfu;
-    tile_symbols[strip.local(k)] = uint8_t(symbol);
-    any_missing = any_missing || symbol != 0;
-    any_data = any_data || ((Whole || strip.inside(k)) && symbol == 0);
-    if (holds_data && (Whole || strip.inside(k))) holds_data[strip.global0 + k * strip.global_step] = symbol == 0;
+    mine |= 1u << symbol | ((Whole || strip.inside(k)) && symbol == 0 ? holds_data : 0u);
   }
-  const bool mixed = __syncthreads_or(any_missing) && __syncthreads_or(any_data);
-  if (mixed) predict_missing<TX, TY, TZ>(q, tile_symbols, p);  // uniform across the block
+  mine = __reduce_or_sync(0xffffffffu, mine);
+  if (threadIdx.x % 32 == 0) warp_words[threadIdx.x / 32] = mine;
+  __syncthreads();
+  uint32_t all = 0;
+#pragma unroll
+  for (int w = 0; w < block_threads / 32; ++w) all |= warp_words[w];
+  return all;
+}
+__device__ bool all_data(uint32_t presence) { return presence == (holds_data | 1u); }
+// Every key one fill value's symbol (so every key lies inside the field): which, or 0.
+__device__ uint32_t only_missing_symbol(uint32_t presence) {
+  const uint32_t symbols = presence & 0xffffu;
+  return (symbols & 1u) == 0 && (symbols & (symbols - 1)) == 0 ? __ffs(symbols) - 1 : 0u;
+}
+__device__ bool mixed(uint32_t presence) { return (presence & holds_data) && (presence & 0xfffeu); }
+
+// Where the data bits (DataBits) of a row's 32 points from (x, y, z), x a multiple of 32, go.
+struct BitsTarget {
+  uint32_t* words;
+  uint64_t per_row;
+  __device__ uint64_t word(const Grid& g, uint64_t x, uint64_t y, uint64_t z) const {
+    return (y + g.ny * z) * per_row + x / 32;
+  }
+};
+
+// The data bits of this thread's points: a word per warp and k, whose lanes are 32 points of a
+// row (lane 0 the first). The whole block calls it.
+template <bool Whole, int TX, int TY, int TZ>
+__device__ void store_data_bits(const Grid& g, const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p,
+                                uint32_t symbols, BitsTarget bits) {
+#pragma unroll
+  for (int k = 0; k < strip.per_thread; ++k) {
+    const bool inside = Whole || strip.inside(k);
+    const uint32_t word = __ballot_sync(0xffffffffu, inside && (symbols >> (4 * k) & 0xfu) == 0);
+    if (threadIdx.x % 32 == 0 && inside)
+      bits.words[bits.word(g, p.x0 + strip.x(k), p.y0 + strip.y(k), p.z0 + strip.z(k))] = word;
+  }
 }
 
+// With fill values, once the tile's q are in the halo: the symbols by key into
+// `tile_symbols`, and in a tile with both kinds of point (`presence`, tile_presence) the
+// missing points' q (predict_missing). The whole block calls it; it ends at a barrier, after
+// which the halo's q are final.
+template <int TX, int TY, int TZ>
+__device__ void settle_missing(const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p, uint32_t symbols,
+                               uint32_t presence, int32_t* q, uint8_t* tile_symbols) {
+#pragma unroll
+  for (int k = 0; k < strip.per_thread; ++k) tile_symbols[strip.local(k)] = uint8_t(symbols >> (4 * k) & 0xfu);
+  __syncthreads();
+  if (mixed(presence)) predict_missing<TX, TY, TZ>(q, tile_symbols, p);  // uniform across the block
+}
+
+// What a Fill encode keeps of a tile besides its codes: the points' data bits, the symbols'
+// presence (warp words) and the symbols by key (for the mask runs of a tile that is not all one
+// symbol), and `uniform`, the symbol of a tile all of one (no_uniform_symbol otherwise).
+struct FillTile {
+  BitsTarget bits;
+  uint32_t* warp_words;
+  uint8_t* symbols;
+  uint32_t uniform;
+};
+
 // One tile's codes; returns this thread's escape and exact counts, packed. A 3D tile keeps
-// z and x in registers (column_deltas); 1D and 2D tiles, and with `Fill` every tile, go
-// through the bordered shared tile. With `Fill`, the points' symbols go to `tile_symbols`
-// (one byte per key, 0 outside the field).
+// z and x in registers (column_deltas); 1D and 2D tiles, and with `Fill` every tile with data,
+// go through the bordered shared tile. With `Fill`, a tile all missing writes no codes (and
+// needs no q), a tile all data needs no symbols, and the others keep their symbols by key in
+// `fill.symbols` (0 outside the field) and give their missing points q (settle_missing).
 template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
                                                 const QuantConstants& c, const MissingValues& missing, uint16_t* codes,
-                                                int32_t* q, uint8_t* tile_symbols, uint8_t* holds_data) {
+                                                int32_t* q, FillTile& fill) {
   using H = Halo<TX, TY, TZ>;
   const Strip<TX, TY, TZ> strip(g, p);
   int32_t delta[Strip<TX, TY, TZ>::per_thread];
   uint32_t exacts, symbols;
   if constexpr (Fill) {
-    // Every rank through the bordered tile: the missing points' q need the whole tile.
-    exacts = load_tile<Whole, Fill>(field, g, p, c, missing, q, symbols);
-    settle_missing<Whole>(strip, p, symbols, q, tile_symbols, holds_data);  // flags: for the gather of the codes
+    exacts = prequantize_strip<Whole, Fill>(field, strip, c, missing, delta, symbols);
+    store_data_bits<Whole>(g, strip, p, symbols, fill.bits);  // for the gather of the codes
+    // The last reads of the previous tile's halo and symbols are behind this barrier.
+    const uint32_t presence = tile_presence<Whole>(strip, symbols, fill.warp_words);
+    if (const uint32_t symbol = only_missing_symbol(presence)) {  // land: no codes, no outliers
+      fill.uniform = symbol;
+      return 0;
+    }
+#pragma unroll
+    for (int k = 0; k < strip.per_thread; ++k) q[strip.cell(k)] = delta[k];
+    if (all_data(presence)) {  // sea: all symbol 0
+      fill.uniform = 0;
+      __syncthreads();
+    } else {
+      fill.uniform = no_uniform_symbol;
+      settle_missing(strip, p, symbols, presence, q, fill.symbols);
+    }
 #pragma unroll
     for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
   } else if constexpr (TZ > 1) {
@@ -353,6 +453,7 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
     if (!Whole && !strip.inside(k)) continue;
+    if (Fill && (symbols >> (4 * k) & 0xfu)) continue;  // a missing point: its code is never read
     uint16_t code;
     escapes += !encode_delta(delta[k], &code);
     *dst = code;
@@ -360,37 +461,33 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
   return pack_counts(escapes, exacts);
 }
 
-// The tile's mask runs from its symbols in shared memory (complete at the call's barrier):
+// The mask runs of a tile all of one symbol, known without a scan (the same runs the general
+// path finds). Thread 0 calls it.
+template <int TX, int TY, int TZ>
+__device__ void write_uniform_runs(uint32_t symbol, uint16_t* slot, uint32_t* runs, unsigned long long* run_total) {
+  constexpr uint32_t volume = TX * TY * TZ, slice = mask_slice_keys(TX, TY, TZ);
+  uint32_t total = 1;
+  if (symbol == 0) {
+    slot[0] = mask_run(volume, 0);
+  } else if (slice) {
+    slot[0] = mask_run(slice, symbol + 1);
+    slot[1] = mask_run(volume - slice, 0);
+    total = 2;
+  } else {
+    slot[0] = mask_run(volume, symbol + 1);
+  }
+  *runs = total;
+  atomicAdd(run_total, static_cast<unsigned long long>(total));
+}
+
+// The tile's mask runs from its symbols in shared memory (complete since settle_missing):
 // a thread takes `per` consecutive keys, a block scan numbers the runs' starts, and the runs
 // go to the tile's scratch slot, their count to `runs`. The whole block calls it.
 template <int TX, int TY, int TZ, typename Scan>
 __device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_starts, typename Scan::TempStorage& storage,
                                 uint16_t* slot, uint32_t* runs, unsigned long long* run_total) {
   constexpr uint32_t volume = TX * TY * TZ, per = volume / block_threads, slice = mask_slice_keys(TX, TY, TZ);
-  __syncthreads();
-  // Most tiles are all sea or all land: one symbol, whose runs are known without a scan (the
-  // same runs the general path finds).
-  const uint32_t first = threadIdx.x * per, uniform_symbol = tile_symbols[0];
-  bool mine_uniform = true;
-#pragma unroll
-  for (uint32_t i = 0; i < per; ++i) mine_uniform = mine_uniform && tile_symbols[first + i] == uniform_symbol;
-  if (__syncthreads_and(mine_uniform)) {
-    if (threadIdx.x == 0) {
-      uint32_t total = 1;
-      if (uniform_symbol == 0) {
-        slot[0] = mask_run(volume, 0);
-      } else if (slice) {
-        slot[0] = mask_run(slice, uniform_symbol + 1);
-        slot[1] = mask_run(volume - slice, 0);
-        total = 2;
-      } else {
-        slot[0] = mask_run(volume, uniform_symbol + 1);
-      }
-      *runs = total;
-      atomicAdd(run_total, static_cast<unsigned long long>(total));
-    }
-    return;  // the caller's barrier comes before the next tile's symbols
-  }
+  const uint32_t first = threadIdx.x * per;
   auto difference = [&](uint32_t l) {
     return mask_difference(tile_symbols[l], slice && l >= slice ? tile_symbols[l - slice] : 0u);
   };
@@ -423,7 +520,7 @@ __device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_start
 struct MaskScratch {
   uint16_t* slots;
   uint32_t* tile_runs;
-  uint8_t* holds_data;  // per point of the field (field order): 1 where it holds data
+  BitsTarget bits;
 };
 
 // totals: escapes, exacts, mask runs.
@@ -441,22 +538,27 @@ __global__ void __launch_bounds__(block_threads, Fill ? 5 : 1) encode_kernel(con
     uint8_t symbols[volume];
     uint16_t run_starts[volume];
     typename Scan::TempStorage scan;
+    uint32_t warp_words[block_threads / 32];
   };
   __shared__ int32_t q[H::size];
   __shared__ uint32_t warp_counts[block_threads / 32];
   __shared__ std::conditional_t<Fill, MaskShared, char> mask_shared;
   H::clear(q);
   for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
-    uint8_t* tile_symbols = nullptr;
-    if constexpr (Fill) tile_symbols = mask_shared.symbols;
+    FillTile fill{mask.bits, nullptr, nullptr, no_uniform_symbol};
+    if constexpr (Fill) fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.symbols;
     // Interior tiles (most of a large field) skip every per-point bounds test.
-    const uint32_t counts =
-        p.whole() ? encode_tile<true, Fill>(field, g, p, c, missing, codes, q, tile_symbols, mask.holds_data)
-                  : encode_tile<false, Fill>(field, g, p, c, missing, codes, q, tile_symbols, mask.holds_data);
-    if constexpr (Fill)
-      write_mask_runs<TX, TY, TZ, Scan>(mask_shared.symbols, mask_shared.run_starts, mask_shared.scan,
-                                        mask.slots + uint64_t(p.index - g.first_tile) * volume,
-                                        mask.tile_runs + p.index, totals + 2);
+    const uint32_t counts = p.whole() ? encode_tile<true, Fill>(field, g, p, c, missing, codes, q, fill)
+                                      : encode_tile<false, Fill>(field, g, p, c, missing, codes, q, fill);
+    if constexpr (Fill) {
+      uint16_t* slot = mask.slots + uint64_t(p.index - g.first_tile) * volume;
+      if (fill.uniform != no_uniform_symbol) {  // uniform across the block
+        if (threadIdx.x == 0) write_uniform_runs<TX, TY, TZ>(fill.uniform, slot, mask.tile_runs + p.index, totals + 2);
+      } else {
+        write_mask_runs<TX, TY, TZ, Scan>(mask_shared.symbols, mask_shared.run_starts, mask_shared.scan, slot,
+                                          mask.tile_runs + p.index, totals + 2);
+      }
+    }
     // Both counts in one sum (see pack_counts); warp sums meet in shared memory at the
     // barrier the tile ends with anyway (the next tile's writes to `q` wait for it).
     const uint32_t warp_sum = __reduce_add_sync(0xffffffffu, counts);
@@ -495,13 +597,16 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ uint8_t tile_symbols[Fill ? TX * TY * TZ : 1];
+  __shared__ uint32_t warp_words[block_threads / 32];
   H::clear(q);
   for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
     if (tile_counts[p.index] == 0) return;  // uniform across the block
     uint32_t symbols;
     load_tile<false, Fill>(field, g, p, c, missing, q, symbols);
-    if constexpr (Fill)  // the missing points' q as the encode gave them
-      settle_missing<false>(Strip<TX, TY, TZ>(g, p), p, symbols, q, tile_symbols, nullptr);
+    if constexpr (Fill) {  // the missing points' q as the encode gave them
+      const Strip<TX, TY, TZ> strip(g, p);
+      settle_missing(strip, p, symbols, tile_presence<false>(strip, symbols, warp_words), q, tile_symbols);
+    }
     __syncthreads();
     uint64_t next_escape = offsets[p.index].escapes, next_exact = offsets[p.index].exacts;
     for (uint32_t base = 0; base < TX * TY * TZ; base += block_threads) {
@@ -642,7 +747,6 @@ struct MaskSource {
 
 // The one symbol of a tile whose runs say all its points have it (the runs write_mask_runs
 // gives a uniform tile), else no_uniform_symbol. Uniform across the block.
-constexpr uint32_t no_uniform_symbol = ~0u;
 template <int TX, int TY, int TZ>
 __device__ uint32_t uniform_mask_symbol(const MaskSource& mask, uint32_t tile) {
   constexpr uint32_t volume = TX * TY * TZ, slice = mask_slice_keys(TX, TY, TZ);
@@ -793,10 +897,10 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
   }
 }
 
-// Each point's flag from its tile's mask: 1 where it holds data (which points have codes).
+// The points' data bits from their tiles' masks (which points have codes). Key k and its
+// lane's 31 neighbours are 32 points of a row, the first at a multiple of 32 in x.
 template <int TX, int TY, int TZ>
-__global__ void __launch_bounds__(block_threads) mask_flags_kernel(MaskSource mask, Grid g,
-                                                                   uint8_t* __restrict__ holds_data) {
+__global__ void __launch_bounds__(block_threads) mask_bits_kernel(MaskSource mask, Grid g, BitsTarget bits) {
   __shared__ uint8_t mask_symbols[TX * TY * TZ];
   __shared__ MaskRunsShared<TX, TY, TZ> mask_runs;
   for (uint32_t tile = g.first_tile + blockIdx.x; tile < g.end_tile; tile += gridDim.x) {
@@ -807,7 +911,9 @@ __global__ void __launch_bounds__(block_threads) mask_flags_kernel(MaskSource ma
       uint32_t lx, ly, lz;
       split<TX, TY>(k, lx, ly, lz);
       const uint32_t symbol = uniform == no_uniform_symbol ? mask_symbols[k] : uniform;
-      if (p.inside(lx, ly, lz)) holds_data[p.global(g, lx, ly, lz)] = symbol == 0;
+      const bool inside = p.inside(lx, ly, lz);
+      const uint32_t word = __ballot_sync(0xffffffffu, inside && symbol == 0);
+      if (threadIdx.x % 32 == 0 && inside) bits.words[bits.word(g, p.x0 + lx, p.y0 + ly, p.z0 + lz)] = word;
     }
     __syncthreads();  // before the next tile's expansion overwrites the symbols
   }
@@ -937,13 +1043,13 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
   FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
   if (!missing.empty()) {
     mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
-    holds_data_ = Buffer::device(dims.count(), stream);
+    data_bits_ = Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream);
   }
 }
 
 const uint64_t* DeviceEncoder::totals() const { return counts_.as<uint64_t>(); }
 
-const uint8_t* DeviceEncoder::holds_data() const { return holds_data_.data(); }
+const uint32_t* DeviceEncoder::data_bits() const { return data_bits_.as<uint32_t>(); }
 
 uint32_t* DeviceEncoder::tile_counts() const {
   return reinterpret_cast<uint32_t*>(const_cast<uint8_t*>(counts_.data()) + 4 * sizeof(uint64_t));
@@ -956,10 +1062,10 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
-  MaskScratch scratch{nullptr, nullptr, nullptr};
+  MaskScratch scratch{nullptr, nullptr, {nullptr, 0}};
   if (!missing_.empty())
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
-               holds_data_.data()};
+               {data_bits_.as<uint32_t>(), DataBits(grid_.dims).words_per_row()}};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
@@ -1082,12 +1188,13 @@ void DeviceDecoder::index_mask(const uint8_t* mask, uint64_t mask_size) {
   require_data(check[1] == 0 && check[0] == tiles * grid_.tile.volume(), "mask runs do not cover the field");
 }
 
-void DeviceDecoder::data_flags(uint8_t* holds_data) const {
+void DeviceDecoder::data_bits(uint32_t* words) const {
   const MaskSource mask = mask_source(mask_runs_, mask_index_, grid_.tile_count(), missing_);
   const Grid g = device_grid(grid_);
   with_shape(type_, grid_.dims.rank, [&](auto, auto shape) {
     using S = decltype(shape);
-    launch_on_tiles(mask_flags_kernel<S::x, S::y, S::z>, g, stream_, mask, g, holds_data);
+    launch_on_tiles(mask_bits_kernel<S::x, S::y, S::z>, g, stream_, mask, g,
+                    BitsTarget{words, DataBits(grid_.dims).words_per_row()});
   });
 }
 
@@ -1127,7 +1234,7 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
   *code_count = n;
   if (!missing.empty()) {  // the points with data only (the others' deltas are 0)
     *data_codes = Buffer::device(2 * n, stream);
-    *code_count = gather_data_codes_cuda(codes, encoder.holds_data(), n, data_codes->as<uint16_t>(), stream);
+    *code_count = gather_data_codes_cuda(codes, encoder.data_bits(), dims, data_codes->as<uint16_t>(), stream);
     data_codes->shrink(2 * *code_count);
   }
   return outliers;
@@ -1140,9 +1247,9 @@ void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outl
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream, mask, mask_size, missing);
   if (missing.empty() || !data_only) return decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
-  Buffer holds_data = Buffer::device(n, stream), all = Buffer::device(2 * n, stream);
-  decoder.data_flags(holds_data.data());
-  scatter_data_codes_cuda(codes, code_count, holds_data.data(), n, all.as<uint16_t>(), stream);
+  Buffer bits = Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream), all = Buffer::device(2 * n, stream);
+  decoder.data_bits(bits.as<uint32_t>());
+  scatter_data_codes_cuda(codes, code_count, bits.as<uint32_t>(), dims, all.as<uint16_t>(), stream);
   decoder.decode_rows(0, tile_rows(dims).count, all.as<uint16_t>(), 0, field);
 }
 

@@ -106,15 +106,26 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
                 DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask = nullptr,
                 uint64_t mask_size = 0, const MissingValues& missing = {}, bool data_only = true);
 
+// The GPU's flags of the points with data: a bit a point, by rows of the field (y + ny z; one
+// row in 1D) of words_per_row() 32-bit words, bit j of a row's word w being its point
+// x = 32 w + j (bits past nx are 0). A warp's 32 points of a row are one word (tiles start at
+// multiples of 32 in x), so the kernels write and read a word where a byte a point took 32.
+struct DataBits {
+  uint64_t nx, rows;
+  explicit DataBits(const Dims& d) : nx(d.x), rows(d.count() / d.x) {}
+  uint64_t words_per_row() const { return (nx + 31) / 32; }
+  uint64_t words() const { return rows * words_per_row(); }
+};
+
 // CUDA backend (defined in CUDA builds): the same bytes. The gather reads its count back; the
-// flags come from the encode kernel (DeviceEncoder::holds_data) or the mask
-// (DeviceDecoder::data_flags).
-uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out,
+// bits come from the encode kernel (DeviceEncoder::data_bits) or the mask
+// (DeviceDecoder::data_bits). The gather reads no code of a missing point.
+uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
                                 cudaStream_t stream);
-void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint8_t* holds_data, uint64_t n,
+void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint32_t* data_bits, const Dims& dims,
                              uint16_t* codes, cudaStream_t stream);
-// With fill values the codes of the points with data go to *data_codes (`codes` then holds
-// every point's, 0 at missing ones).
+// With fill values the codes of the points with data go to *data_codes (`codes` is then
+// scratch: the missing points' codes are never written).
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
                    Buffer* mask = nullptr, Buffer* data_codes = nullptr);
@@ -129,8 +140,8 @@ void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outl
 // rows in 2D, one tile in 1D): its points are one contiguous run of field order, so the codes
 // of rows [first, end) fill one window, the code of point i at window[i - window_first]. Rows
 // encode and decode independently (tiles do). With fill values a window holds a code for
-// every point (0 at missing ones): encode_cuda and decode_cuda gather and scatter them; a
-// caller of encode_rows or decode_rows on windows must do the same.
+// every point with data (the decode reads 0 at missing ones): encode_cuda and decode_cuda
+// gather and scatter them; a caller of encode_rows or decode_rows on windows must do the same.
 struct TileRows {
   uint64_t count;           // tile rows in the field
   uint64_t values_per_row;  // points in a whole row (the last row may hold fewer)
@@ -151,8 +162,8 @@ class DeviceEncoder {
   Buffer outliers(const Quantization& quant, OutlierCounts totals);
   // The mask stream (with fill values), once the caller has read the run total back.
   Buffer mask(uint64_t runs);
-  // With fill values: each point's flag, 1 where it holds data (field order), once encoded.
-  const uint8_t* holds_data() const;
+  // With fill values: the points' data bits (DataBits), once encoded.
+  const uint32_t* data_bits() const;
 
  private:
   uint32_t* tile_counts() const;  // each tile's packed escape and exact counts
@@ -164,7 +175,7 @@ class DeviceEncoder {
   MissingValues missing_;
   Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
-  Buffer holds_data_;  // with fill values: a byte per point, 1 where it holds data
+  Buffer data_bits_;   // with fill values: DataBits
 };
 
 class DeviceDecoder {
@@ -177,8 +188,8 @@ class DeviceDecoder {
   // Writes point i at [i - field_first] of `field` (a window of the output, or all of it).
   void decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first, void* field,
                    uint64_t field_first = 0);
-  // With fill values: each point's flag from the mask, 1 where it holds data (field order).
-  void data_flags(uint8_t* holds_data) const;
+  // With fill values: the points' data bits (DataBits) from the mask.
+  void data_bits(uint32_t* words) const;
 
  private:
   DType type_;
