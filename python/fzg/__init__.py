@@ -135,12 +135,16 @@ def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=Non
     """
     mode, bound = _mode_and_bound(abs, rel, psnr, lossless)
     device_code = _device_code(device)
+    ctx = _context(config)
+    if device_code != _DEVICES["cpu"]:  # a plain cupy array: in and out in one call (None otherwise)
+        file = ctx.compress_cupy(array, mode, bound, _fill_values(fill), stream)
+        if file is not None:
+            return file
     field = _arrays.as_field(array)
     if field.on_device and device == "cpu":
         raise ValueError("a device array compresses on the GPU (device='auto' or 'cuda'); copy it to the host for the CPU")
     if mode != _MODES["lossless"] and field.dtype not in _arrays.LOSSY_DTYPES:
         raise TypeError(f"{field.dtype} arrays compress with lossless=True only (lossy modes take float32 and float64)")
-    ctx = _context(config)
     ctx.set_target(mode, bound, _fill_values(fill))
     dtype_code = _arrays.DTYPE_CODES[field.dtype]
     if not field.on_device:
@@ -252,11 +256,15 @@ def decompress(buf, out=None, device=None, stream=None):
     """
     if device not in (None, "auto", "cpu", "cuda"):
         raise ValueError(f"device must be None, 'auto', 'cpu' or 'cuda'; got {device!r}")
+    ctx = _context(None)
+    if device != "cpu":  # a plain cupy file (and out): in and out in one call (None otherwise)
+        array = ctx.decompress_cupy(buf, stream) if out is None else ctx.decompress_cupy_into(buf, out, stream)
+        if array is not None:
+            return array
     address, size, file_on_device, _owner, file_stream = _file_buffer(buf)
     out_on_device = _arrays.is_device_array(out) if out is not None else (file_on_device or device == "cuda")
     if device == "cpu" and (file_on_device or out_on_device):
         raise ValueError("device='cpu' decodes a host file into host memory; this file or out is on the GPU")
-    ctx = _context(None)
     stream_ptr = _arrays.stream_handle(stream) if stream is not None else int(file_stream or 0)
     ctx.set_placement(_DEVICES["cuda"] if (file_on_device or out_on_device) else _DEVICES[device or "auto"], stream_ptr,
                       _DEVICE if out_on_device else _HOST, _DEVICE if file_on_device else _HOST)

@@ -1,7 +1,9 @@
 // fzg._fzg: the C API (capi/fzg.h) for the Python package, one method per C call. Buffers
 // arrive as addresses (integers): the package (fzg/_arrays.py) turns numpy, cupy,
-// __cuda_array_interface__ and DLPack arrays into an address, a memory kind and a stream, so
-// this file knows no array library. Compression and decompression run without the GIL.
+// __cuda_array_interface__ and DLPack arrays into an address, a memory kind and a stream.
+// The one exception is the cupy path (cupy_arrays.hh): a plain cupy array in, a cupy array
+// out, in one call, the package's time per call on the GPU. Compression and decompression
+// run without the GIL.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -13,10 +15,14 @@
 #include <vector>
 
 #include "capi/fzg.h"
+#include "cupy_arrays.hh"
 
 namespace py = pybind11;
 
 namespace {
+
+using fzg_python::CupyArrays;
+using fzg_python::DeviceArray;
 
 // A failed C call: its status and the context's one-line message, raised in Python as
 // fzg.FzgError (the class the package hands over through set_error_class).
@@ -186,6 +192,52 @@ class Context {
     return py::none();
   }
 
+  // The cupy path: a C-contiguous cupy array of a dtype `mode` takes, compressed on the GPU on
+  // `stream` (as the package's stream=) into a cupy uint8 array of the file. None when the
+  // array or stream is anything else: the package's general path takes those.
+  py::object compress_cupy(py::handle array, int mode, double bound, const std::vector<double>& fill_values,
+                           py::object stream) {
+    const CupyArrays* cupy = CupyArrays::loaded();
+    DeviceArray field;
+    uintptr_t stream_handle = 0;
+    if (!cupy || !cupy->read(array, field) || !cupy->stream_of(stream, stream_handle)) return py::none();
+    const bool lossy = mode != FZG_LOSSLESS;
+    if (lossy && field.dtype != FZG_F32 && field.dtype != FZG_F64) return py::none();
+    set_target(mode, bound, fill_values);
+    set_placement(FZG_DEVICE_CUDA, stream_handle, FZG_DEVICE_MEMORY, FZG_DEVICE_MEMORY);
+    std::unique_ptr<OwnedFile> owned = compress_to_buffer(field.address, field.dtype, field.dims);
+    py::tuple shape = py::make_tuple(owned->size());
+    return on_stream(cupy, py::cast(std::move(owned)), FZG_U8, std::move(shape), stream);
+  }
+
+  // The cupy path of decompress: a C-contiguous cupy uint8 file into a new cupy array of the
+  // field. None for anything else.
+  py::object decompress_cupy(py::handle file, py::object stream) {
+    const CupyArrays* cupy = CupyArrays::loaded();
+    DeviceArray bytes;
+    uintptr_t stream_handle = 0;
+    if (!cupy || !cupy->read(file, bytes) || bytes.dtype != FZG_U8 || !cupy->stream_of(stream, stream_handle))
+      return py::none();
+    set_placement(FZG_DEVICE_CUDA, stream_handle, FZG_DEVICE_MEMORY, FZG_DEVICE_MEMORY);
+    py::tuple field = decompress_to_buffer(bytes.address, bytes.bytes, true);
+    return on_stream(cupy, field[0], field[1].cast<int>(), field[2], stream);
+  }
+
+  // The cupy path of decompress(out=): into a C-contiguous cupy array. None for anything else,
+  // and when `out` is not the file's array (the general path then says why).
+  py::object decompress_cupy_into(py::handle file, py::handle out, py::object stream) {
+    const CupyArrays* cupy = CupyArrays::loaded();
+    DeviceArray bytes, field;
+    uintptr_t stream_handle = 0;
+    if (!cupy || !cupy->read(file, bytes) || bytes.dtype != FZG_U8 || !cupy->read(out, field) ||
+        !cupy->stream_of(stream, stream_handle))
+      return py::none();
+    set_placement(FZG_DEVICE_CUDA, stream_handle, FZG_DEVICE_MEMORY, FZG_DEVICE_MEMORY);
+    if (!decompress_as(bytes.address, bytes.bytes, field.dtype, field.dims, field.address).is_none())
+      return py::none();
+    return py::reinterpret_borrow<py::object>(out);
+  }
+
   void decompress(uintptr_t file, size_t size, uintptr_t output, size_t capacity) {
     fzg_status status;
     {
@@ -201,6 +253,15 @@ class Context {
       const std::string message = fzg_last_error(ctx_);
       throw StatusError{status, message.empty() ? fzg_error_string(status) : message};
     }
+  }
+
+  // fzg's memory as a cupy array; a caller's stream object lives as long as it (the memory is
+  // freed in that stream's order).
+  static py::object on_stream(const CupyArrays* cupy, py::object owned, int dtype, py::tuple shape,
+                              const py::object& stream) {
+    if (!stream.is_none()) owned.attr("stream") = stream;
+    const auto& memory = owned.cast<const OwnedFile&>();
+    return cupy->wrap(owned, memory.address(), memory.size(), dtype, std::move(shape));
   }
 
   fzg_context* ctx_;
@@ -249,5 +310,8 @@ PYBIND11_MODULE(_fzg, m) {
       .def("info", &Context::info)
       .def("decompress", &Context::decompress)
       .def("decompress_as", &Context::decompress_as)
-      .def("decompress_to_buffer", &Context::decompress_to_buffer);
+      .def("decompress_to_buffer", &Context::decompress_to_buffer)
+      .def("compress_cupy", &Context::compress_cupy)
+      .def("decompress_cupy", &Context::decompress_cupy)
+      .def("decompress_cupy_into", &Context::decompress_cupy_into);
 }
