@@ -5,6 +5,7 @@
 
 #include "core/checksum.hh"
 #include "core/error.hh"
+#include "core/graph_code.hh"
 
 namespace fzg {
 
@@ -83,11 +84,13 @@ uint32_t read_common_header(Reader& r, Header& h) {
   return graph_bytes;
 }
 
-std::string read_graph(Reader& r, uint32_t graph_bytes) {
-  std::string graph(reinterpret_cast<const char*>(r.take(graph_bytes, "graph")), graph_bytes);
+// The graph's JSON: as it is before version 3, coded from version 3 on.
+std::string read_graph(Reader& r, uint32_t graph_bytes, uint16_t version) {
+  const uint8_t* bytes = r.take(graph_bytes, "graph");
   const uint8_t* padding = r.take(padded8(graph_bytes) - graph_bytes, "graph");
   for (uint64_t i = 0; i < padded8(graph_bytes) - graph_bytes; ++i) require_data(padding[i] == 0, "graph padding");
-  return graph;
+  if (version >= 3) return decode_graph_text(bytes, graph_bytes);
+  return std::string(reinterpret_cast<const char*>(bytes), graph_bytes);
 }
 
 StageRecord read_stage_record(Reader& r) {
@@ -141,7 +144,8 @@ Container read_metadata_v1(const uint8_t* data, uint64_t available, uint64_t fil
   const uint64_t payload = r.get<uint64_t>("header");
   const uint64_t stored_sum = r.get<uint64_t>("header");
   require_data(r.get<uint64_t>("header") == 0, "reserved header bytes");
-  c.graph_json = read_graph(r, graph_bytes);
+  c.graph_json = read_graph(r, graph_bytes, 1);
+  c.graph_bytes = graph_bytes;
   ChunkRecord chunk;
   for (uint32_t i = 0; i < stage_count; ++i) chunk.stages.push_back(read_stage_record(r));
   for (uint32_t i = 0; i < stream_count; ++i) {
@@ -181,6 +185,8 @@ uint64_t chunk_first_value(const Dims& dims, uint64_t chunk_rows, uint64_t k) {
 }
 
 std::vector<uint8_t> write_metadata(Container& c) {
+  const std::vector<uint8_t> graph = encode_graph_text(c.graph_json);
+  c.graph_bytes = graph.size();
   Writer w;
   w.put_bytes(container_magic, 4);
   w.put<uint16_t>(container_version);
@@ -189,7 +195,7 @@ std::vector<uint8_t> write_metadata(Container& c) {
   w.put<uint8_t>(uint8_t(c.header.mode));
   w.put<uint8_t>(uint8_t(c.header.dims.rank));
   w.put<uint8_t>(0);
-  w.put<uint32_t>(uint32_t(c.graph_json.size()));
+  w.put<uint32_t>(uint32_t(graph.size()));
   w.put<uint64_t>(c.header.dims.x);
   w.put<uint64_t>(c.header.dims.y);
   w.put<uint64_t>(c.header.dims.z);
@@ -205,7 +211,7 @@ std::vector<uint8_t> write_metadata(Container& c) {
     for (const auto& s : chunk.streams) payload += padded8(s.size);
   w.put<uint64_t>(payload);
   w.put<uint64_t>(0);  // header checksum, filled below
-  w.put_bytes(c.graph_json.data(), c.graph_json.size());
+  w.put_bytes(graph.data(), graph.size());
   w.pad8();
   for (const auto& h : c.stage_headers) {
     w.put<uint64_t>(h.size());
@@ -246,9 +252,9 @@ uint16_t read_version(const uint8_t* head, uint64_t available_bytes) {
   Reader r(head, available_bytes);
   r.seek(4);
   const uint16_t version = r.get<uint16_t>("header");
-  if (version != container_version && version != 1)
+  if (version < 1 || version > container_version)
     fail(ErrorCode::unsupported, "fzg format version " + std::to_string(version) +
-                                     " is not supported (this build reads 1 and " + std::to_string(container_version) + ")");
+                                     " is not supported (this build reads 1 to " + std::to_string(container_version) + ")");
   require_data(r.get<uint16_t>("header") == (version == 1 ? fixed_header_bytes_v1 : fixed_header_bytes), "header size");
   return version;
 }
@@ -257,7 +263,7 @@ uint16_t read_version(const uint8_t* head, uint64_t available_bytes) {
 uint64_t metadata_size_bound(const uint8_t* head, uint64_t available_bytes) {
   const uint16_t version = read_version(head, available_bytes);
   Reader r(head, available_bytes);
-  if (version == 2) {
+  if (version >= 2) {
     r.seek(72);
     const uint64_t metadata = r.get<uint64_t>("header");
     require_data(metadata >= fixed_header_bytes, "metadata size");
@@ -273,9 +279,11 @@ uint64_t metadata_size_bound(const uint8_t* head, uint64_t available_bytes) {
 }
 
 Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_bytes) {
-  if (read_version(data, available) == 1) return read_metadata_v1(data, available, file_bytes);
+  const uint16_t version = read_version(data, available);
+  if (version == 1) return read_metadata_v1(data, available, file_bytes);
   require_data(available >= fixed_header_bytes, "file shorter than its header");
   Container c;
+  c.header.version = version;
   Reader r(data, available);
   const uint32_t graph_bytes = read_common_header(r, c.header);
   c.header.chunk_rows = r.get<uint64_t>("header");
@@ -297,7 +305,8 @@ Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_b
   check_header_checksum(data, metadata, header_checksum_offset, stored_sum);
   Reader m(data, metadata);
   m.seek(r.position());
-  c.graph_json = read_graph(m, graph_bytes);
+  c.graph_json = read_graph(m, graph_bytes, version);
+  c.graph_bytes = graph_bytes;
   for (uint32_t i = 0; i < stage_count; ++i) {
     const uint64_t size = m.get<uint64_t>("stage header");
     const uint8_t* bytes = m.take(size, "stage header");

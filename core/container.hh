@@ -1,7 +1,8 @@
-// The .fzg container: a fixed header, the graph as JSON, the stages' headers, a chunk index
-// (each chunk's stage records and stream table) and the payload, chunk after chunk. Byte
-// layout in docs/FORMAT.md; everything little-endian. Version 1 files (one chunk, the
-// predictor's header inside the fixed header) are still read.
+// The .fzg container: a fixed header, the graph (its JSON, coded: core/graph_code.hh), the
+// stages' headers, a chunk index (each chunk's stage records and stream table) and the
+// payload, chunk after chunk. Byte layout in docs/FORMAT.md; everything little-endian.
+// Version 2 files (the graph's JSON as it is) and version 1 files (one chunk, the predictor's
+// header inside the fixed header) are still read.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,8 +14,8 @@
 namespace fzg {
 
 constexpr uint8_t container_magic[4] = {0x89, 'F', 'Z', 'G'};
-constexpr uint16_t container_version = 2;
-constexpr uint32_t fixed_header_bytes = 96;     // version 2
+constexpr uint16_t container_version = 3;
+constexpr uint32_t fixed_header_bytes = 96;     // versions 2 and 3
 constexpr uint32_t fixed_header_bytes_v1 = 112;
 
 struct Header {
@@ -48,6 +49,7 @@ struct ChunkRecord {
 struct Container {
   Header header;
   std::string graph_json;
+  uint64_t graph_bytes = 0;  // the graph's size in the file (its code's, in version 3), unpadded
   std::vector<std::vector<uint8_t>> stage_headers;  // one per graph node (empty when none)
   std::vector<ChunkRecord> chunks;
   uint64_t metadata_bytes = 0;  // where the payload starts

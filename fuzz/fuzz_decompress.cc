@@ -178,10 +178,10 @@ void check_zero_fill(const fzg::Container& c, const fzg::Buffer& file) {
   const uint64_t header = c.header.version == 1 ? 112 : 96;
   if (f[11] != 0 || (c.header.version == 1 && load<uint64_t>(f + 104) != 0))
     finding("accepted a file with non-zero reserved header bytes");
-  for (uint64_t i = header + c.graph_json.size(); i < header + pad8(c.graph_json.size()); ++i)
+  for (uint64_t i = header + c.graph_bytes; i < header + pad8(c.graph_bytes); ++i)
     if (f[i] != 0) finding("accepted a file with non-zero graph padding");
   if (c.header.version != 1) {
-    uint64_t pos = header + pad8(c.graph_json.size());
+    uint64_t pos = header + pad8(c.graph_bytes);
     for (const auto& h : c.stage_headers) {
       if (load<uint64_t>(f + pos) != h.size()) finding("stage header length differs from the file's");
       pos += 8;

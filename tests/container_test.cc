@@ -177,12 +177,12 @@ TEST(Container, NonZeroReservedOrPaddingBytesAreErrors) {
   const Container c = inspect(file);
   EXPECT_NO_THROW(decompress(with_metadata_byte(file, 11, 0), {}));  // the helper alone changes nothing
   expect_error([&] { decompress(with_metadata_byte(file, 11, 1), {}); }, ErrorCode::corrupt_data, "reserved");
-  const uint64_t graph_end = fixed_header_bytes + c.graph_json.size();
-  ASSERT_LT(graph_end, fixed_header_bytes + padded8(c.graph_json.size())) << "the sample graph has no padding";
+  const uint64_t graph_end = fixed_header_bytes + c.graph_bytes;
+  ASSERT_LT(graph_end, fixed_header_bytes + padded8(c.graph_bytes)) << "the sample graph has no padding";
   expect_error([&] { decompress(with_metadata_byte(file, graph_end, ' '), {}); }, ErrorCode::corrupt_data, "graph padding");
   // The first stage header (Lorenzo's 32 bytes) has no padding; an odd size would. Its size
   // field is what follows the graph.
-  const uint64_t header_size_at = fixed_header_bytes + padded8(c.graph_json.size());
+  const uint64_t header_size_at = fixed_header_bytes + padded8(c.graph_bytes);
   ASSERT_EQ(c.stage_headers.at(0).size(), 32u);
   expect_error([&] { decompress(with_metadata_byte(file, header_size_at, 31), {}); }, ErrorCode::corrupt_data, "");
 }
