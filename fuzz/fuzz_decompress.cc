@@ -9,10 +9,10 @@
 //      exercised on the raw bytes; the bytes lie at an odd address (as in a caller's larger
 //      buffer), so the library takes its path for unaligned files;
 //   2. with its checksums repaired (stream checksums, payload size, header checksum, and in a
-//      version 2 file the metadata size, recomputed as a writer would), so that mutations
-//      reach the graph loader and the stage decoders instead of stopping at a checksum;
-//      8-byte aligned. Skipped when nothing changed. Version 1 and version 2 files are both
-//      repaired (each by its own layout).
+//      version 2 or 3 file the metadata size, recomputed as a writer would), so that mutations
+//      reach the graph loader (and in version 3 its code) and the stage decoders instead of
+//      stopping at a checksum; 8-byte aligned. Skipped when nothing changed. Files of every
+//      version are repaired (each by its own layout).
 //
 // FZG_FUZZ_REPAIRED=PATH writes the repaired bytes of each input to PATH (for one input:
 // the file that `fzg decompress` or a unit test can then be given).
@@ -105,11 +105,12 @@ bool repair_v1(std::vector<uint8_t>& f) {
   return true;
 }
 
-// Version 2: fixed header 96 bytes (graph size 12, stage count S 56, streams per chunk N 60,
+// Versions 2 and 3 (the layout is the same; only the graph's bytes differ): fixed header 96
+// bytes (graph size 12, stage count S 56, streams per chunk N 60,
 // chunk count C 64, metadata size 72, payload size 80, header checksum 88), the graph, S stage
 // headers {u64 length, bytes, padding}, C x S stage records, C x N stream records (chunk-major),
 // then the payload, chunk after chunk.
-bool repair_v2(std::vector<uint8_t>& f) {
+bool repair_v2_v3(std::vector<uint8_t>& f) {
   const uint64_t size = f.size();
   if (size < 96) return false;
   const uint64_t graph_bytes = load<uint32_t>(&f[12]);
@@ -145,7 +146,7 @@ bool repair_v2(std::vector<uint8_t>& f) {
 
 // Rewrites what a writer computes from the rest of the file (docs/FORMAT.md): each stream's
 // fzg64 over its own bytes (padding excluded), the payload size and the header checksum; in a
-// version 2 file also the metadata size (where the layout puts the payload). Streams are taken
+// version 2 or 3 file also the metadata size (where the layout puts the payload). Streams are taken
 // at the offsets their sizes give; one that does not fit is left as is, as is every later one.
 // Returns false where the layout cannot be followed (no change).
 bool repair_checksums(std::vector<uint8_t>& f) {
@@ -153,7 +154,8 @@ bool repair_checksums(std::vector<uint8_t>& f) {
   if (f.size() < 6 || std::memcmp(f.data(), magic, 4) != 0) return false;
   switch (load<uint16_t>(&f[4])) {
     case 1: return repair_v1(f);
-    case 2: return repair_v2(f);
+    case 2:
+    case 3: return repair_v2_v3(f);
     default: return false;
   }
 }
@@ -172,7 +174,7 @@ uint64_t largest_allocation(const fzg::Container& c) {
 }
 
 // Bytes a writer leaves zero: the reserved fields, the graph's padding, each stage header's
-// padding (version 2), each stream's padding.
+// padding (versions 2 and 3), each stream's padding.
 void check_zero_fill(const fzg::Container& c, const fzg::Buffer& file) {
   const uint8_t* f = file.data();
   const uint64_t header = c.header.version == 1 ? 112 : 96;
