@@ -47,6 +47,32 @@ def test_the_gpu_writes_the_cpu_s_bytes():
     assert fzg.compress(x.get(), rel=1e-3, config="ratio", device="cuda") == on_gpu
 
 
+class Interface:
+    """A device array that is not a cupy array: only __cuda_array_interface__ (the package's
+    general path, where a cupy array takes the extension's cupy path)."""
+
+    def __init__(self, array):
+        self.__cuda_array_interface__ = array.__cuda_array_interface__
+        self.owner = array
+
+
+@pytest.mark.parametrize("dtype, shape, fill", [(cupy.float32, (16, 32, 48), None), (cupy.float64, (300, 41), None),
+                                                (cupy.float32, (5000,), 1e20), (cupy.uint16, (64, 70), None)])
+def test_the_cupy_path_gives_what_the_general_path_gives(dtype, shape, fill):
+    x = field(shape, dtype) if dtype != cupy.uint16 else (cupy.arange(int(np.prod(shape))) % 977).astype(dtype).reshape(shape)
+    if fill is not None:
+        x[::7] = fill
+    kwargs = {"lossless": True} if dtype == cupy.uint16 else {"rel": 1e-3, "fill": fill}
+    file = fzg.compress(x, **kwargs)
+    assert cupy.array_equal(file, fzg.compress(Interface(x), **kwargs))
+    y, y_general = fzg.decompress(file), fzg.decompress(Interface(file))
+    assert y.shape == x.shape and y.dtype == x.dtype and cupy.array_equal(y, y_general)
+    out, out_general = cupy.empty_like(x), cupy.empty_like(x)
+    assert fzg.decompress(file, out=out) is out
+    fzg.decompress(Interface(file), out=Interface(out_general))
+    assert cupy.array_equal(out, y) and cupy.array_equal(out_general, y)
+
+
 @pytest.mark.parametrize("dtype", [cupy.uint8, cupy.uint16, cupy.uint32, cupy.int32])
 def test_integer_device_arrays_round_trip_exactly(dtype):
     x = (cupy.arange(30000) * 7919 % 251).astype(dtype).reshape(100, 300)
