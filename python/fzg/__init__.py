@@ -135,9 +135,10 @@ def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=Non
     """
     mode, bound = _mode_and_bound(abs, rel, psnr, lossless)
     device_code = _device_code(device)
+    fills = _fill_values(fill)
     ctx = _context(config)
     if device_code != _DEVICES["cpu"]:  # a plain cupy array: in and out in one call (None otherwise)
-        file = ctx.compress_cupy(array, mode, bound, _fill_values(fill), stream)
+        file = ctx.compress_cupy(array, mode, bound, fills, stream)
         if file is not None:
             return file
     field = _arrays.as_field(array)
@@ -145,7 +146,7 @@ def compress(array, *, abs=None, rel=None, psnr=None, lossless=False, config=Non
         raise ValueError("a device array compresses on the GPU (device='auto' or 'cuda'); copy it to the host for the CPU")
     if mode != _MODES["lossless"] and field.dtype not in _arrays.LOSSY_DTYPES:
         raise TypeError(f"{field.dtype} arrays compress with lossless=True only (lossy modes take float32 and float64)")
-    ctx.set_target(mode, bound, _fill_values(fill))
+    ctx.set_target(mode, bound, fills)
     dtype_code = _arrays.DTYPE_CODES[field.dtype]
     if not field.on_device:
         ctx.set_placement(device_code, _arrays.stream_handle(stream), _HOST, _HOST)

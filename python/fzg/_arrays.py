@@ -3,7 +3,6 @@ stream that orders them. numpy (and anything numpy.asarray takes) on the host; c
 and anything else with __cuda_array_interface__ or a CUDA DLPack device on the GPU, never
 copied to the host."""
 import math
-import sys
 from typing import Any, NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -95,14 +94,6 @@ def _from_dlpack_on_device(obj):
 
 def device_view(obj) -> Tuple[Field, bool]:
     """A device array as it is, and whether it is C-contiguous."""
-    cupy = sys.modules.get("cupy")  # loaded wherever a cupy array exists
-    if cupy is not None and type(obj) is cupy.ndarray:
-        # A cupy array's own attributes: its __cuda_array_interface__ builds a dict and parses
-        # a type string at every access, a large part of the package's time per call on the
-        # GPU. The stream is the one that interface names: the current stream, the legacy
-        # default stream's handle (1) for cupy's null stream.
-        stream = cupy.cuda.get_current_stream().ptr or 1
-        return Field(obj.data.ptr, obj.dtype, obj.shape, True, stream, obj), obj.flags.c_contiguous
     # Read once: an array's interface is a property that builds a new dict at every access
     # (cupy's names the current stream too).
     interface = getattr(obj, "__cuda_array_interface__", None)
