@@ -9,6 +9,7 @@
 #include "core/missing_values.hh"
 #include "core/registry.hh"
 #include "predictors/lorenzo/lorenzo.hh"
+#include "predictors/lorenzo/mask.hh"
 #include "test_util.hh"
 
 namespace fzg {
@@ -34,6 +35,33 @@ std::vector<T> masked_field(const Dims& d, T fill, bool scattered, uint64_t seed
         if (scattered && rng() % 97 == 0) v[i] = fill;
       }
   return v;
+}
+
+// Land that changes along the slowest axis only at `change` (a second island from there on):
+// a 3D field's tile layers (8 planes) or a 2D field's (32 rows) below `change` have the same
+// mask, and so have those above it, with a coastline inside every tile that holds land.
+template <typename T>
+std::vector<T> layered_land_field(const Dims& d, T fill, uint64_t change) {
+  std::vector<T> v(d.count());
+  const uint64_t slices = d.rank == 3 ? d.z : d.y, per_slice = d.count() / slices;
+  for (uint64_t i = 0; i < v.size(); ++i) {
+    const uint64_t slice = i / per_slice, x = i % d.x, y = d.rank == 3 ? (i / d.x) % d.y : 0;
+    const bool land = (x + 2 * y) % 45 < 17 || (slice >= change && x % 40 > 30);
+    v[i] = land ? fill : T(10 + 0.01 * double(x) + 0.02 * double(y) + 0.005 * double(slice));
+  }
+  return v;
+}
+
+// The repeat runs of a mask stream (mask.hh).
+uint64_t repeat_runs(const std::vector<uint8_t>& mask) {
+  uint64_t runs = 0, repeats = 0;
+  std::memcpy(&runs, mask.data(), 8);
+  for (uint64_t r = 0; r < runs; ++r) {
+    uint16_t run;
+    std::memcpy(&run, mask.data() + 8 + 2 * r, 2);
+    repeats += lorenzo::is_mask_repeat(run);
+  }
+  return repeats;
 }
 
 template <typename T>
@@ -209,6 +237,88 @@ TEST(MissingValues, LandMasksCostNextToNothing) {
   const std::vector<float> v = masked_field<float>(d, 1e20f, false);
   const Buffer file = expect_round_trip(v, d, {1e20}, {ErrorMode::rel, 1e-3});
   EXPECT_LT(double(stream_named(file, "predict.mask").size()), 0.01 * double(4 * v.size()));
+}
+
+TEST(MissingValues, TilesWhoseMaskRepeatsTheLayerBeforeCostOneRun) {
+  // Tile layers 1 and 2 repeat layer 0, layer 3 changes and layer 4 repeats it (a repeat of a
+  // repeat resolves to layer 3's runs, not layer 0's); the fill points come back exactly.
+  for (const Dims& d : {Dims::make({100, 20, 40}), Dims::make({100, 160})}) {
+    SCOPED_TRACE(d.to_string());
+    const uint64_t layer = d.rank == 3 ? 8 : 32;
+    const std::vector<float> v = layered_land_field<float>(d, 1e20f, 3 * layer);
+    const Buffer file = expect_round_trip(v, d, {1e20}, {ErrorMode::rel, 1e-3});
+    const std::vector<uint8_t> mask = stream_named(file, "predict.mask");
+    const lorenzo::TileGrid grid(d);
+    // Tiles of layers 1, 2 and 4 repeat (all have land), layer 3's mostly not.
+    const uint64_t per_layer = grid.tile_count() / (d.rank == 3 ? grid.tiles_z : grid.tiles_y);
+    EXPECT_GE(repeat_runs(mask), 3 * per_layer);
+    EXPECT_LT(repeat_runs(mask), 4 * per_layer);
+  }
+}
+
+TEST(MissingValues, MisplacedRepeatRunsAreCorruptData) {
+  // A repeat run in the first tile layer (nothing to repeat) or covering less than its tile,
+  // on each backend the build and machine have.
+  const Dims d = Dims::make({64, 16, 24});
+  const std::vector<float> v = layered_land_field<float>(d, -5.f, 24);
+  const auto stage = make_stage("lorenzo", {{"fill", {-5}}});
+  StageContext ctx;
+  ctx.dtype = DType::f32;
+  ctx.field_dims = ctx.dims = d;
+  FieldSummary summary;
+  summary.bound = {ErrorMode::rel, 1e-3};
+  const MissingValues missing = missing_values_of({-5}, DType::f32);
+  finite_range(v.data(), DType::f32, v.size(), &summary.min, &summary.max, &missing);
+  const std::vector<uint8_t> header = stage->make_header(ctx, summary);
+  ctx.header = &header;
+  const std::vector<Buffer> outputs = stage->encode(ctx, {Buffer::view(const_cast<float*>(v.data()), 4 * v.size(), Location::host)});
+  const std::vector<uint8_t> mask = testing::bytes_of(outputs[2]);
+  ASSERT_GT(repeat_runs(mask), 0u);
+  std::vector<std::vector<uint8_t>> damaged;
+  const uint16_t repeat = lorenzo::mask_repeat_run(2048), shorter = lorenzo::mask_run(2047, lorenzo::mask_repeat_difference);
+  {  // tile 0's runs replaced by a repeat run
+    uint64_t runs, n = 0;
+    std::memcpy(&runs, mask.data(), 8);
+    for (uint32_t keys = 0; keys < 2048; ++n) {
+      uint16_t run;
+      std::memcpy(&run, mask.data() + 8 + 2 * n, 2);
+      keys += lorenzo::mask_run_length(run);
+    }
+    std::vector<uint8_t> m(8 + 2 * (runs - n + 1));
+    runs = runs - n + 1;
+    std::memcpy(m.data(), &runs, 8);
+    std::memcpy(m.data() + 8, &repeat, 2);
+    std::memcpy(m.data() + 10, mask.data() + 8 + 2 * n, m.size() - 10);
+    damaged.push_back(m);
+  }
+  for (uint64_t r = 0, runs = (mask.size() - 8) / 2; r < runs; ++r) {
+    uint16_t run;
+    std::memcpy(&run, mask.data() + 8 + 2 * r, 2);
+    if (!lorenzo::is_mask_repeat(run)) continue;
+    damaged.push_back(mask);
+    std::memcpy(damaged.back().data() + 8 + 2 * r, &shorter, 2);  // a repeat of 2047 keys
+    break;
+  }
+  ASSERT_EQ(damaged.size(), 2u);
+  for (Device device : {Device::cpu, Device::cuda}) {
+    if (device == Device::cuda && !cuda_available()) continue;
+    StageContext on = ctx;
+    on.device = device;
+    const Location where = device == Device::cuda ? Location::device : Location::host;
+    auto decode_with = [&](const std::vector<uint8_t>& m) {
+      std::vector<Buffer> outs{outputs[0], outputs[1], Buffer::view(const_cast<uint8_t*>(m.data()), m.size(), Location::host)};
+      for (Buffer& b : outs) b = where == Location::device ? to_device(b, nullptr) : b;
+      std::vector<Buffer> inputs{where == Location::device ? Buffer::device(4 * v.size(), nullptr) : Buffer::host(4 * v.size())};
+      stage->decode(on, outs, inputs);
+      return testing::bytes_of(inputs[0]);
+    };
+    const std::vector<uint8_t> intact = decode_with(mask);
+    std::vector<float> back(v.size());
+    std::memcpy(back.data(), intact.data(), intact.size());
+    for (uint64_t i = 0; i < v.size(); ++i)
+      ASSERT_EQ(v[i] == -5.f, back[i] == -5.f) << "point " << i;  // the mask comes back, repeats resolved
+    for (const auto& m : damaged) expect_error([&] { decode_with(m); }, ErrorCode::corrupt_data, "mask");
+  }
 }
 
 TEST(MissingValues, DamagedMaskStreamsAreCorruptDataNeverACrash) {
@@ -414,6 +524,16 @@ TEST(MissingValues, GpuWritesTheCpuBytes) {
         EXPECT_EQ(std::memcmp(x.data.data(), y.data.data(), x.data.size()), 0);
       }
     }
+  }
+  // Masks whose tiles repeat the layer before, chains of repeats and a layer that changes.
+  for (const Dims& d : {Dims::make({100, 20, 40}), Dims::make({100, 160}), Dims::make({300, 70, 129})}) {
+    SCOPED_TRACE(d.to_string() + " layered");
+    const std::vector<float> v = layered_land_field<float>(d, 1e20f, d.rank == 3 ? 24 : 96);
+    const Buffer a = expect_round_trip(v, d, {1e20}, {ErrorMode::rel, 1e-3}, Device::cpu);
+    const Buffer b = expect_round_trip(v, d, {1e20}, {ErrorMode::rel, 1e-3}, Device::cuda);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0);
+    EXPECT_GT(repeat_runs(stream_named(a, "predict.mask")), 0u);
   }
 }
 

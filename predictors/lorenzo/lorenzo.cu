@@ -738,11 +738,18 @@ __device__ void load_deltas(const uint16_t* codes, uint64_t codes_first, const S
 }
 
 // The mask runs of a decode (runs null without fill values): tile t's are
-// [tile_first[t], tile_first[t + 1]).
+// [tile_first[s], tile_first[s + 1]) with s = tile_source[t] (the tile a repeat run takes its
+// runs from, mask.hh), or s = t when the mask has no repeat run (tile_source null).
 struct MaskSource {
   const uint16_t* runs;
   const uint64_t* tile_first;
+  const uint64_t* tile_source;
   MissingValues missing;
+  __device__ uint64_t first(uint32_t tile) const { return tile_first[tile_source ? tile_source[tile] : tile]; }
+  __device__ uint64_t count(uint32_t tile) const {
+    const uint64_t s = tile_source ? tile_source[tile] : tile;
+    return tile_first[s + 1] - tile_first[s];
+  }
 };
 
 // The one symbol of a tile whose runs say all its points have it (the runs write_mask_runs
@@ -750,7 +757,7 @@ struct MaskSource {
 template <int TX, int TY, int TZ>
 __device__ uint32_t uniform_mask_symbol(const MaskSource& mask, uint32_t tile) {
   constexpr uint32_t volume = TX * TY * TZ, slice = mask_slice_keys(TX, TY, TZ);
-  const uint64_t first = mask.tile_first[tile], count = mask.tile_first[tile + 1] - first;
+  const uint64_t first = mask.first(tile), count = mask.count(tile);
   if (count == 1) {
     const uint32_t d = mask_run_difference(mask.runs[first]);
     return d ? d - 1 : 0;  // every key the same difference: d - 1 everywhere, or 0 from the start
@@ -782,8 +789,8 @@ template <int TX, int TY, int TZ>
 __device__ void expand_mask(const MaskSource& mask, uint32_t tile, MaskRunsShared<TX, TY, TZ>& runs, uint8_t* symbols) {
   using S = MaskRunsShared<TX, TY, TZ>;
   constexpr uint32_t volume = S::volume, slice = mask_slice_keys(TX, TY, TZ);
-  const uint64_t first = mask.tile_first[tile];
-  const uint32_t count = uint32_t(mask.tile_first[tile + 1] - first);
+  const uint64_t first = mask.first(tile);
+  const uint32_t count = uint32_t(mask.count(tile));
   uint32_t lengths[S::per], sum = 0;
 #pragma unroll
   for (uint32_t i = 0; i < S::per; ++i) {
@@ -948,12 +955,46 @@ __global__ void write_counts_kernel(uint64_t* stream, uint64_t escapes, uint64_t
   stream[1] = exacts;
 }
 
-// Packs each tile's mask runs from its scratch slot to its scanned offset: a warp per tile.
-__global__ void pack_mask_runs_kernel(const uint16_t* slots, const uint32_t* tile_runs, const uint64_t* offsets,
-                                      uint64_t tiles, uint32_t volume, uint16_t* runs) {
+// Marks the tiles that take a repeat run (mask.hh): more than one run, and the runs of the
+// tile `stride` before. A warp per tile; the runs saved come off the total.
+__global__ void find_mask_repeats_kernel(const uint16_t* slots, const uint32_t* tile_runs, uint64_t tiles,
+                                         uint64_t stride, uint32_t volume, uint32_t* repeats,
+                                         unsigned long long* run_total) {
   const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32;
-  for (uint64_t t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; t < tiles; t += warps)
+  for (uint64_t t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; t < tiles; t += warps) {
+    const uint32_t n = tile_runs[t];  // the same for the whole warp
+    bool same = t >= stride && n > 1 && n == tile_runs[t - stride];
+    if (same) {
+      bool lane_same = true;
+      for (uint32_t r = threadIdx.x % 32; r < n; r += 32) lane_same &= slots[t * volume + r] == slots[(t - stride) * volume + r];
+      same = __all_sync(0xffffffffu, lane_same);
+    }
+    if (threadIdx.x % 32 == 0) {
+      repeats[t] = same;
+      if (same) atomicAdd(run_total, ~static_cast<unsigned long long>(n - 2));  // adds -(n - 1)
+    }
+  }
+}
+
+// A tile's runs in the stream: one for a repeat.
+struct StoredRuns {
+  const uint32_t* runs;
+  const uint32_t* repeats;
+  uint64_t n;
+  __device__ uint64_t operator()(uint64_t i) const { return i < n ? (repeats[i] ? 1 : runs[i]) : 0; }
+};
+
+// Packs each tile's mask runs from its scratch slot to its scanned offset: a warp per tile.
+__global__ void pack_mask_runs_kernel(const uint16_t* slots, const uint32_t* tile_runs, const uint32_t* repeats,
+                                      const uint64_t* offsets, uint64_t tiles, uint32_t volume, uint16_t* runs) {
+  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32;
+  for (uint64_t t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; t < tiles; t += warps) {
+    if (repeats[t]) {
+      if (threadIdx.x % 32 == 0) runs[offsets[t]] = mask_repeat_run(volume);
+      continue;
+    }
     for (uint32_t r = threadIdx.x % 32; r < tile_runs[t]; r += 32) runs[offsets[t] + r] = slots[t * volume + r];
+  }
 }
 
 __global__ void write_run_count_kernel(uint8_t* stream, uint64_t runs) {
@@ -966,17 +1007,59 @@ struct RunLengths {
   __device__ uint64_t operator()(uint64_t i) const { return i < count ? mask_run_length(runs[i]) : 0; }
 };
 
-// Checks the runs against the tiles (none crosses a tile, symbols name fill values) and marks
-// where each tile's runs start; the caller checks that the lengths add up to the tiles.
+// Checks the runs against the tiles (none crosses a tile, symbols name fill values, a repeat
+// run is a whole tile past the first layer) and marks where each tile's runs start; the caller
+// checks that the lengths add up to the tiles. Counts the repeat runs.
 __global__ void index_mask_runs_kernel(const uint16_t* runs, const uint64_t* starts, uint64_t count, uint64_t tiles,
-                                       uint32_t volume, uint32_t symbols, uint64_t* tile_first, uint64_t* bad) {
+                                       uint32_t volume, uint64_t stride, uint32_t symbols, uint64_t* tile_first,
+                                       uint64_t* bad, unsigned long long* repeats) {
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count; i += uint64_t(gridDim.x) * blockDim.x) {
     const uint64_t start = starts[i], within = start % volume, tile = start / volume;
-    if (within + mask_run_length(runs[i]) > volume || mask_run_difference(runs[i]) > symbols + 1 || tile >= tiles)
+    const bool repeat = is_mask_repeat(runs[i]);
+    const bool fits = repeat ? within == 0 && mask_run_length(runs[i]) == volume && tile >= stride
+                             : within + mask_run_length(runs[i]) <= volume && mask_run_difference(runs[i]) <= symbols + 1;
+    if (!fits || tile >= tiles) {
       *bad = 1;
-    else if (within == 0) tile_first[tile] = i;
+    } else if (within == 0) {
+      tile_first[tile] = i;
+      if (repeat) atomicAdd(repeats, 1ull);
+    }
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) tile_first[tiles] = count;
+}
+
+// Tiles in column order: position i = column * layers + layer, a column being the tiles one
+// layer apart (mask.hh's repeat stride), so that a column's tiles are consecutive.
+struct ColumnOrder {
+  uint64_t stride, layers;
+  __device__ uint64_t tile(uint64_t i) const { return i % layers * stride + i / layers; }
+};
+
+// The scan term of position i: i + 1 when its tile has runs of its own, 0 when it repeats. A
+// running maximum gives each position the last tile at or before it, in its column, with
+// runs of its own (a column's first tile never repeats, and its position exceeds every earlier
+// column's).
+struct OwnRuns {
+  const uint16_t* runs;
+  const uint64_t* tile_first;
+  ColumnOrder order;
+  uint64_t n;
+  __device__ uint64_t operator()(uint64_t i) const {
+    if (i >= n) return 0;
+    const uint64_t tile = order.tile(i), first = tile_first[tile];
+    return tile_first[tile + 1] - first == 1 && is_mask_repeat(runs[first]) ? 0 : i + 1;
+  }
+};
+
+struct Max {
+  __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a > b ? a : b; }
+};
+
+__global__ void mask_sources_kernel(OwnRuns own, const uint64_t* before, uint64_t* tile_source) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < own.n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t last = max(before[i], own(i));
+    tile_source[own.order.tile(i)] = own.order.tile(last - 1);
+  }
 }
 
 // The tile shape of a rank, as a type: kernels are instantiated per element type and shape.
@@ -1017,10 +1100,15 @@ Grid rows_grid(const TileGrid& grid, uint64_t first_row, uint64_t end_row, uint6
   return g;
 }
 
-// The indexed mask as the kernels read it (runs null without fill values).
-MaskSource mask_source(const Buffer& runs, const Buffer& index, uint64_t tiles, const MissingValues& missing) {
-  if (missing.empty()) return {nullptr, nullptr, missing};
-  return {runs.as<uint16_t>(), index.as<uint64_t>() + (index.size() / sizeof(uint64_t) - (tiles + 1)), missing};
+uint64_t repeat_stride(const TileGrid& g) { return mask_repeat_stride(g.tile.y, g.tile.z, g.tiles_x, g.tiles_y); }
+
+// The indexed mask as the kernels read it (runs null without fill values; see index_mask for
+// the index's layout).
+MaskSource mask_source(const Buffer& runs, const Buffer& index, const Buffer& sources, uint64_t tiles,
+                       const MissingValues& missing) {
+  if (missing.empty()) return {nullptr, nullptr, nullptr, missing};
+  return {runs.as<uint16_t>(), index.as<uint64_t>() + (index.size() / sizeof(uint64_t) - (tiles + 1)),
+          sources.size() ? sources.as<uint64_t>() : nullptr, missing};
 }
 
 }  // namespace
@@ -1039,7 +1127,7 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
     : field_(field), type_(type), grid_(dims), stream_(stream), missing_(missing) {
   if (grid_.tile_count() >= (uint64_t(1) << 32)) fail(ErrorCode::invalid_argument, "field has too many tiles");
   const uint64_t tiles = grid_.tile_count();
-  counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 2) * tiles * sizeof(uint32_t), stream);
+  counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
   if (!missing.empty()) {
     mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
@@ -1056,6 +1144,17 @@ uint32_t* DeviceEncoder::tile_counts() const {
 }
 
 uint32_t* DeviceEncoder::tile_runs() const { return tile_counts() + grid_.tile_count(); }
+
+uint32_t* DeviceEncoder::tile_repeats() const { return tile_runs() + grid_.tile_count(); }
+
+void DeviceEncoder::finish() {
+  if (missing_.empty()) return;
+  const uint64_t tiles = grid_.tile_count();
+  find_mask_repeats_kernel<<<grid_for(tiles * 32, 256), 256, 0, stream_>>>(
+      mask_slots_.as<uint16_t>(), tile_runs(), tiles, repeat_stride(grid_), grid_.tile.volume(), tile_repeats(),
+      counts_.as<unsigned long long>() + 2);
+  FZG_CUDA_CHECK_LAUNCH();
+}
 
 void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                                 uint64_t window_first) {
@@ -1117,10 +1216,10 @@ Buffer DeviceEncoder::mask(uint64_t runs) {
   if (runs == 0) return stream_buffer;
   // The runs follow the 8-byte count; the device's stream buffers start 8-byte aligned.
   Buffer offsets = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
-  varlen::exclusive_scan(varlen::CountTerms{tile_runs(), tiles}, tiles, offsets.as<uint64_t>(), uint64_t(0),
+  varlen::exclusive_scan(StoredRuns{tile_runs(), tile_repeats(), tiles}, tiles, offsets.as<uint64_t>(), uint64_t(0),
                          varlen::Plus{}, stream_);
   pack_mask_runs_kernel<<<grid_for(tiles * 32, 256), 256, 0, stream_>>>(
-      mask_slots_.as<uint16_t>(), tile_runs(), offsets.as<uint64_t>(), tiles, grid_.tile.volume(),
+      mask_slots_.as<uint16_t>(), tile_runs(), tile_repeats(), offsets.as<uint64_t>(), tiles, grid_.tile.volume(),
       reinterpret_cast<uint16_t*>(stream_buffer.data() + 8));
   FZG_CUDA_CHECK_LAUNCH();
   return stream_buffer;
@@ -1163,33 +1262,43 @@ DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DT
 }
 
 // Copies the mask runs to aligned memory (a stored stream may start at any byte), checks
-// them and finds each tile's first run: one synchronization for the count, one for the checks.
+// them and finds each tile's first run, and with repeat runs each tile's source: one
+// synchronization for the count, one for the checks.
 void DeviceDecoder::index_mask(const uint8_t* mask, uint64_t mask_size) {
   require_data(mask_size >= 8, "mask stream shorter than its run count");
   uint64_t runs = 0;
   copy_bytes(&runs, Location::host, mask, Location::device, 8, stream_);
   require_data(runs <= (mask_size - 8) / 2 && mask_stream_size(runs) == mask_size, "mask stream size");
-  const uint64_t tiles = grid_.tile_count();
+  const uint64_t tiles = grid_.tile_count(), stride = repeat_stride(grid_);
   mask_runs_ = Buffer::device(2 * runs, stream_);
   if (runs) copy_bytes_async(mask_runs_.data(), Location::device, mask + 8, Location::device, 2 * runs, stream_);
-  // [starts: runs + 1][bad][tile_first: tiles + 1]
-  mask_index_ = Buffer::device((runs + 2 + tiles + 1) * sizeof(uint64_t), stream_);
+  // [starts: runs + 1][bad][repeat runs][tile_first: tiles + 1]
+  mask_index_ = Buffer::device((runs + 3 + tiles + 1) * sizeof(uint64_t), stream_);
   uint64_t* starts = mask_index_.as<uint64_t>();
   uint64_t* bad = starts + runs + 1;
-  FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(uint64_t), stream_));
+  uint64_t* tile_first = bad + 2;
+  FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, 2 * sizeof(uint64_t), stream_));
   varlen::exclusive_scan(RunLengths{mask_runs_.as<uint16_t>(), runs}, runs, starts, uint64_t(0), varlen::Plus{},
                          stream_);
-  index_mask_runs_kernel<<<grid_for(runs + 1, 256), 256, 0, stream_>>>(mask_runs_.as<uint16_t>(), starts, runs, tiles,
-                                                                     grid_.tile.volume(), missing_.count, bad + 1,
-                                                                     bad);
+  index_mask_runs_kernel<<<grid_for(runs + 1, 256), 256, 0, stream_>>>(
+      mask_runs_.as<uint16_t>(), starts, runs, tiles, grid_.tile.volume(), stride, missing_.count, tile_first, bad,
+      reinterpret_cast<unsigned long long*>(bad + 1));
   FZG_CUDA_CHECK_LAUNCH();
-  uint64_t check[2];
+  uint64_t check[3];
   copy_bytes(check, Location::host, starts + runs, Location::device, sizeof check, stream_);
   require_data(check[1] == 0 && check[0] == tiles * grid_.tile.volume(), "mask runs do not cover the field");
+  if (check[2] == 0) return;  // every tile reads its own runs
+  const OwnRuns own{mask_runs_.as<uint16_t>(), tile_first, {stride, tiles / stride}, tiles};
+  Buffer before = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
+  varlen::exclusive_scan(own, tiles, before.as<uint64_t>(), uint64_t(0), Max{}, stream_);
+  mask_sources_ = Buffer::device(tiles * sizeof(uint64_t), stream_);
+  mask_sources_kernel<<<grid_for(tiles, 256), 256, 0, stream_>>>(own, before.as<uint64_t>(),
+                                                                mask_sources_.as<uint64_t>());
+  FZG_CUDA_CHECK_LAUNCH();
 }
 
 void DeviceDecoder::data_bits(uint32_t* words) const {
-  const MaskSource mask = mask_source(mask_runs_, mask_index_, grid_.tile_count(), missing_);
+  const MaskSource mask = mask_source(mask_runs_, mask_index_, mask_sources_, grid_.tile_count(), missing_);
   const Grid g = device_grid(grid_);
   with_shape(type_, grid_.dims.rank, [&](auto, auto shape) {
     using S = decltype(shape);
@@ -1211,7 +1320,7 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
   }
   Grid g = rows_grid(grid_, first_row, end_row, window_first);
   g.field_first = field_first;
-  const MaskSource mask = mask_source(mask_runs_, mask_index_, tiles, missing_);
+  const MaskSource mask = mask_source(mask_runs_, mask_index_, mask_sources_, tiles, missing_);
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
@@ -1225,6 +1334,7 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
                    Buffer* data_codes) {
   DeviceEncoder encoder(field, type, dims, stream, missing);
   encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
+  encoder.finish();
   uint64_t totals[3];
   copy_bytes(totals, Location::host, encoder.totals(), Location::device, sizeof totals, stream);
   trace::mark("lorenzo: outlier totals read");

@@ -155,7 +155,9 @@ class DeviceEncoder {
                 const MissingValues& missing = {});
   void encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                    uint64_t window_first);
-  // Device address of the field's totals, complete once every row is encoded: u64 escapes,
+  // Once every row is queued: finds the tiles whose mask runs repeat (mask.hh).
+  void finish();
+  // Device address of the field's totals, complete once finish() is queued: u64 escapes,
   // exacts and mask runs.
   const uint64_t* totals() const;
   // The outlier stream, once the caller has read the totals back.
@@ -168,12 +170,13 @@ class DeviceEncoder {
  private:
   uint32_t* tile_counts() const;  // each tile's packed escape and exact counts
   uint32_t* tile_runs() const;    // each tile's mask runs
+  uint32_t* tile_repeats() const; // each tile's flag: its runs are a repeat run
   const void* field_;
   DType type_;
   TileGrid grid_;
   cudaStream_t stream_;
   MissingValues missing_;
-  Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts
+  Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts and repeat flags
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
   Buffer data_bits_;   // with fill values: DataBits
 };
@@ -201,7 +204,8 @@ class DeviceDecoder {
   OutlierView view_;
   Buffer starts_;      // per tile: where its escapes, then its exacts, start
   Buffer mask_runs_;   // with fill values: the runs, aligned
-  Buffer mask_index_;  // run starts, a check flag, then each tile's first run
+  Buffer mask_index_;  // run starts, a check flag, the repeat runs' count, then each tile's first run
+  Buffer mask_sources_;  // with repeat runs: the tile whose runs each tile reads
 };
 #endif
 

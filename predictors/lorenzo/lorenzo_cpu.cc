@@ -36,7 +36,8 @@ struct Outliers {
   std::vector<uint64_t> escape_keys, exact_keys;
   std::vector<int32_t> escape_deltas;
   std::vector<T> exact_values;
-  std::vector<uint16_t> mask_runs;  // with fill values
+  std::vector<uint16_t> mask_runs;  // with fill values: the tiles' runs, tile after tile
+  std::vector<uint32_t> tile_runs;  // and how many each tile has
 };
 
 constexpr uint32_t max_tile_volume = 2048;
@@ -113,7 +114,9 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
       }
   if (!missing.empty()) {
     predict_missing(s, b, symbols, q);
+    const size_t before = out.mask_runs.size();
     append_runs(s, b, symbols, out.mask_runs);
+    out.tile_runs.push_back(uint32_t(out.mask_runs.size() - before));
   }
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
@@ -126,6 +129,37 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
           out.escape_deltas.push_back(delta);
         }
       }
+}
+
+// The mask stream from the tiles' runs (the threads' parts hold consecutive tiles): a tile of
+// more than one run whose runs are those of the tile one layer before it takes a repeat run.
+template <typename T>
+Buffer mask_stream(const std::vector<Outliers<T>>& parts, const TileGrid& grid) {
+  std::vector<const uint16_t*> at;  // each tile's runs
+  std::vector<uint32_t> count;
+  at.reserve(grid.tile_count()), count.reserve(grid.tile_count());
+  for (const auto& part : parts) {
+    const uint16_t* runs = part.mask_runs.data();
+    for (const uint32_t n : part.tile_runs) at.push_back(runs), count.push_back(n), runs += n;
+  }
+  const uint64_t stride = mask_repeat_stride(grid.tile.y, grid.tile.z, grid.tiles_x, grid.tiles_y);
+  std::vector<uint8_t> repeats(count.size());
+  uint64_t total = 0;
+  for (uint64_t t = 0; t < count.size(); ++t) {
+    repeats[t] = t >= stride && count[t] > 1 && count[t] == count[t - stride] &&
+                 std::equal(at[t], at[t] + count[t], at[t - stride]);
+    total += repeats[t] ? 1 : count[t];
+  }
+  Buffer mask = Buffer::host(mask_stream_size(total));
+  std::memcpy(mask.data(), &total, 8);
+  uint8_t* out = mask.data() + 8;
+  const uint16_t repeat = mask_repeat_run(grid.tile.volume());
+  for (uint64_t t = 0; t < count.size(); ++t) {
+    const bool r = repeats[t];
+    std::memcpy(out, r ? &repeat : at[t], 2 * (r ? 1 : count[t]));
+    out += 2 * (r ? 1 : count[t]);
+  }
+  return mask;
 }
 
 template <typename T>
@@ -141,18 +175,7 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
     for (uint64_t tile = first; tile < last; ++tile)
       encode_tile(field, grid, tile, quant, missing, codes, holds_data, parts[t]);
   }
-  if (mask) {
-    // The threads' runs in tile order, after the run count.
-    uint64_t runs = 0;
-    for (const auto& part : parts) runs += part.mask_runs.size();
-    *mask = Buffer::host(mask_stream_size(runs));
-    std::memcpy(mask->data(), &runs, 8);
-    uint8_t* at = mask->data() + 8;
-    for (const auto& part : parts) {
-      if (!part.mask_runs.empty()) std::memcpy(at, part.mask_runs.data(), 2 * part.mask_runs.size());
-      at += 2 * part.mask_runs.size();
-    }
-  }
+  if (mask) *mask = mask_stream(parts, grid);
   // Each thread's outliers go after those of the threads before it: the shared scan of their
   // counts, then the copies in parallel.
   std::vector<OutlierCounts> at(parts.size() + 1);
@@ -180,10 +203,11 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
   return stream;
 }
 
-// Tile t's mask runs: [first[t], first[t + 1]) of `runs`.
+// Tile t's mask runs: [first[s], first[s + 1]) of `runs` with s = source[t] (t itself, or the
+// tile a repeat run takes its runs from).
 struct MaskView {
   const uint16_t* runs = nullptr;
-  std::vector<uint64_t> first;
+  std::vector<uint64_t> first, source;
   MissingValues missing;
 };
 
@@ -191,7 +215,8 @@ struct MaskView {
 void expand_tile_mask(const MaskView& mask, const TileGrid& g, uint64_t tile, uint8_t* symbols) {
   const uint32_t slice = mask_slice_keys(g.tile.x, g.tile.y, g.tile.z);
   uint32_t l = 0;
-  for (uint64_t r = mask.first[tile]; r < mask.first[tile + 1]; ++r) {
+  const uint64_t source = mask.source[tile];
+  for (uint64_t r = mask.first[source]; r < mask.first[source + 1]; ++r) {
     const uint32_t length = mask_run_length(mask.runs[r]), difference = mask_run_difference(mask.runs[r]);
     for (uint32_t k = l; k < l + length; ++k)
       symbols[k] = uint8_t(mask_symbol(difference, slice && k >= slice ? symbols[k - slice] : 0));
@@ -259,18 +284,25 @@ MaskView read_mask(const uint8_t* stream, uint64_t size_bytes, const TileGrid& g
   MaskView view;
   view.missing = missing;
   view.first.assign(grid.tile_count() + 1, 0);
+  view.source.resize(grid.tile_count());
   require_data(size_bytes >= 8, "mask stream shorter than its run count");
   uint64_t runs;
   std::memcpy(&runs, stream, 8);
   require_data(runs <= (size_bytes - 8) / 2 && mask_stream_size(runs) == size_bytes, "mask stream size");
   view.runs = reinterpret_cast<const uint16_t*>(stream + 8);
   const uint64_t volume = grid.tile.volume();
+  const uint64_t stride = mask_repeat_stride(grid.tile.y, grid.tile.z, grid.tiles_x, grid.tiles_y);
   uint64_t tile = 0, filled = 0;  // keys of `tile` covered so far
   for (uint64_t r = 0; r < runs; ++r) {
     require_data(tile < grid.tile_count(), "mask runs past the field");
-    if (filled == 0) view.first[tile] = r;
+    if (filled == 0) view.first[tile] = r, view.source[tile] = tile;
     filled += mask_run_length(view.runs[r]);
-    require_data(filled <= volume && mask_run_difference(view.runs[r]) <= missing.count + 1, "mask run");
+    if (is_mask_repeat(view.runs[r])) {  // the whole tile, with a tile one layer before it
+      require_data(filled == volume && mask_run_length(view.runs[r]) == volume && tile >= stride, "mask repeat run");
+      view.source[tile] = view.source[tile - stride];
+    }
+    require_data(filled <= volume && (is_mask_repeat(view.runs[r]) || mask_run_difference(view.runs[r]) <= missing.count + 1),
+                 "mask run");
     if (filled == volume) ++tile, filled = 0;
   }
   require_data(tile == grid.tile_count() && filled == 0, "mask runs do not cover the field");

@@ -18,6 +18,14 @@
 // mask constant in time) codes as long runs of 0. A run is `length - 1` in bits 0-10 and its
 // difference in bits 11-15. Runs go in key order (tile after tile, tile-major keys as for
 // outliers), never cross a tile boundary, and cover every key of every tile.
+//
+// A tile whose runs would be those of the tile one layer before it (the tile before it along
+// the slowest tile axis in its chunk: one tile row of tiles_x * tiles_y in 3D, tiles_x in 2D,
+// 1 in 1D), and which has more than one run, takes the single *repeat* run instead: the whole
+// tile with difference 31, which no symbol can have (a stage has at most 15 fill values). Its
+// runs are then those of that tile, itself maybe a repeat: a mask constant in time, or one
+// that changes at a few depths, costs one run per tile above its first tile layer. Tiles of
+// one run never repeat, so an all-data or all-missing tile always reads its own.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -46,5 +54,14 @@ FZG_HOST_DEVICE uint32_t mask_run_length(uint16_t run) { return (run & 0x7ffu) +
 FZG_HOST_DEVICE uint32_t mask_run_difference(uint16_t run) { return run >> 11; }
 
 inline uint64_t mask_stream_size(uint64_t runs) { return 8 + 2 * runs; }
+
+constexpr uint32_t mask_repeat_difference = 31;
+FZG_HOST_DEVICE uint16_t mask_repeat_run(uint32_t volume) { return mask_run(volume, mask_repeat_difference); }
+FZG_HOST_DEVICE bool is_mask_repeat(uint16_t run) { return mask_run_difference(run) == mask_repeat_difference; }
+
+// Tiles from a tile to the one a repeat run takes its runs from (see above).
+FZG_HOST_DEVICE uint64_t mask_repeat_stride(uint32_t tile_y, uint32_t tile_z, uint64_t tiles_x, uint64_t tiles_y) {
+  return tile_z > 1 ? tiles_x * tiles_y : tile_y > 1 ? tiles_x : 1;
+}
 
 }  // namespace fzg::lorenzo
