@@ -79,6 +79,18 @@ with open(f"{work}/noise-{n}.u8", "wb") as f:  # incompressible: zero-block stor
         x = (x * 1103515245 + 12345) % 2**31
         data.append(x >> 23)
     f.write(bytes(data))
+for name, shape, fmt in (("land-3d", (32, 8, 24), "f"), ("land-2d", (40, 96, 1), "d")):
+    # Land (1e4, a fill value of fuzz/configs/fill-values.json) constant along the slowest
+    # axis: Lorenzo's mask repeats whole tiles from layer to layer (repeat runs).
+    nx, ny, nz = shape
+    v = []
+    for z in range(nz):
+        for y in range(ny):
+            for x in range(nx):
+                land = (x + 2 * (y if nz > 1 else 0)) % 23 < 9
+                v.append(1e4 if land else 10.0 + 0.01 * x + 0.02 * y + 0.005 * z)
+    with open(f"{work}/{name}.{'f32' if fmt == 'f' else 'f64'}", "wb") as f:
+        f.write(struct.pack(f"<{len(v)}{fmt}", *v))
 with open(f"{work}/mixed-480.u8", "wb") as f:  # noise (chunks stored raw), then short runs
     x = 777
     data = bytearray()
@@ -165,6 +177,9 @@ for config in "$here"/configs/*.json; do
   compress "$cname-f64-1d-abs" "$work/in.raw" f64 300 abs 1e-3 "$config"
   compress "$cname-u16-2d-lossless" "$work/ints-240.u16" u16 12x20 lossless 0 "$config"
 done
+# Masks whose tiles repeat the tile layer before (the mask stream's repeat runs).
+compress "fuzzcfg-fill-values-land-f32-3d-rel" "$work/land-3d.f32" f32 32x8x24 rel 1e-3 "$here/configs/fill-values.json"
+compress "fuzzcfg-fill-values-land-f64-2d-abs" "$work/land-2d.f64" f64 40x96 abs 1e-3 "$here/configs/fill-values.json"
 
 # Chunked files: a config's "chunk_values" cuts the field into chunks of whole slices of the
 # slowest axis (whole tile rows for Lorenzo: 2048 values in 1D, 32 rows in 2D, 8 planes in 3D;
