@@ -481,7 +481,7 @@ TEST(MissingValues, GpuGathersAndScattersCodesAsTheCpu) {
     std::vector<uint32_t> words(layout.words(), 0);
     for (uint64_t i = 0; i < n; ++i) {
       const uint64_t row = i / d.x, x = i % d.x;
-      if (flags[i]) words[row * layout.words_per_row() + x / 32] |= 1u << (x % 32);
+      if (flags[i]) words[layout.word(x, row)] |= 1u << (x % 32);
     }
     Buffer bits = to_device(Buffer::view(words.data(), 4 * words.size(), Location::host), nullptr);
     Buffer c = to_device(Buffer::view(codes.data(), 2 * n, Location::host), nullptr);

@@ -25,17 +25,15 @@ constexpr int segment_words = 256;  // a thread's word each
 // how many of them the row holds.
 struct Words {
   const uint32_t* bits;
-  uint64_t count, per_row, nx;
+  DataBits layout;
 
-  __device__ uint32_t at(uint64_t w) const { return w < count ? bits[w] : 0u; }
+  __device__ uint32_t at(uint64_t w) const { return w < layout.words() ? bits[w] : 0u; }
   __device__ void place(uint64_t w, uint64_t& first_point, uint32_t& points) const {
-    if (w >= count) {
+    if (w >= layout.words()) {
       first_point = 0, points = 0;
       return;
     }
-    const uint64_t row = w / per_row, x = (w - row * per_row) * 32;
-    first_point = row * nx + x;
-    points = uint32_t(nx - x < 32 ? nx - x : 32);
+    layout.place(w, first_point, points);
   }
 };
 
@@ -93,7 +91,7 @@ struct DataPlaces {
 
 DataPlaces data_places(const Words& words, cudaStream_t stream) {
   DataPlaces places;
-  places.segments = (words.count + segment_words - 1) / segment_words;
+  places.segments = (words.layout.words() + segment_words - 1) / segment_words;
   Buffer counts = Buffer::device(places.segments * sizeof(uint32_t), stream);
   places.first = Buffer::device((places.segments + 1) * sizeof(uint64_t), stream);
   segment_counts_kernel<<<grid_for(places.segments, 1), segment_words, 0, stream>>>(words, places.segments,
@@ -107,8 +105,7 @@ DataPlaces data_places(const Words& words, cudaStream_t stream) {
 }
 
 Words words_of(const uint32_t* data_bits, const Dims& dims) {
-  const DataBits layout(dims);
-  return {data_bits, layout.words(), layout.words_per_row(), dims.x};
+  return {data_bits, DataBits(dims)};
 }
 
 }  // namespace

@@ -363,9 +363,9 @@ __device__ bool mixed(uint32_t presence) { return (presence & holds_data) && (pr
 // Where the data bits (DataBits) of a row's 32 points from (x, y, z), x a multiple of 32, go.
 struct BitsTarget {
   uint32_t* words;
-  uint64_t per_row;
+  DataBits layout;
   __device__ uint64_t word(const Grid& g, uint64_t x, uint64_t y, uint64_t z) const {
-    return (y + g.ny * z) * per_row + x / 32;
+    return layout.word(x, y + g.ny * z);
   }
 };
 
@@ -1161,10 +1161,10 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
-  MaskScratch scratch{nullptr, nullptr, {nullptr, 0}};
+  MaskScratch scratch{nullptr, nullptr, {nullptr, DataBits(grid_.dims)}};
   if (!missing_.empty())
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
-               {data_bits_.as<uint32_t>(), DataBits(grid_.dims).words_per_row()}};
+               {data_bits_.as<uint32_t>(), DataBits(grid_.dims)}};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
@@ -1303,7 +1303,7 @@ void DeviceDecoder::data_bits(uint32_t* words) const {
   with_shape(type_, grid_.dims.rank, [&](auto, auto shape) {
     using S = decltype(shape);
     launch_on_tiles(mask_bits_kernel<S::x, S::y, S::z>, g, stream_, mask, g,
-                    BitsTarget{words, DataBits(grid_.dims).words_per_row()});
+                    BitsTarget{words, DataBits(grid_.dims)});
   });
 }
 
