@@ -208,7 +208,6 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
 struct MaskView {
   const uint16_t* runs = nullptr;
   std::vector<uint64_t> first, source;
-  MissingValues missing;
 };
 
 // Tile t's symbols, one per key, from its runs (mask.hh).
@@ -224,9 +223,10 @@ void expand_tile_mask(const MaskView& mask, const TileGrid& g, uint64_t tile, ui
   }
 }
 
+// `symbols`: each point's mask symbol in field order (mask_symbols), null without fill values.
 template <typename T>
-void decode_tile(const uint16_t* codes, const OutlierView& o, const MaskView& mask, const TileGrid& g, uint64_t tile,
-                 const Quantization& quant, T* field) {
+void decode_tile(const uint16_t* codes, const OutlierView& o, const uint8_t* symbols, const MissingValues& missing,
+                 const TileGrid& g, uint64_t tile, const Quantization& quant, T* field) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume(), key1 = key0 + s.volume();
@@ -269,20 +269,18 @@ void decode_tile(const uint16_t* codes, const OutlierView& o, const MaskView& ma
     std::memcpy(&field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))],
                 o.exact_values + sizeof(T) * (k - o.exact_keys), sizeof(T));
   }
-  if (!mask.runs) return;
-  uint8_t symbols[max_tile_volume];
-  expand_tile_mask(mask, g, tile, symbols);
-  for (uint32_t k = 0; k < s.volume(); ++k) {
-    if (!symbols[k] || !inside_tile(s, b, k)) continue;
-    const uint32_t x = k % s.x, y = (k / s.x) % s.y, z = k / (s.x * s.y);
-    field[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] = mask.missing.value_of<T>(symbols[k]);
-  }
+  if (!symbols) return;
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x) {
+        const uint64_t i = (b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z));
+        if (symbols[i]) field[i] = missing.value_of<T>(symbols[i]);
+      }
 }
 
 // Checks a mask stream against the grid and finds each tile's runs (throws corrupt_data).
 MaskView read_mask(const uint8_t* stream, uint64_t size_bytes, const TileGrid& grid, const MissingValues& missing) {
   MaskView view;
-  view.missing = missing;
   view.first.assign(grid.tile_count() + 1, 0);
   view.source.resize(grid.tile_count());
   require_data(size_bytes >= 8, "mask stream shorter than its run count");
@@ -311,12 +309,13 @@ MaskView read_mask(const uint8_t* stream, uint64_t size_bytes, const TileGrid& g
 }
 
 template <typename T>
-void decode_typed(const uint16_t* codes, const OutlierView& view, const MaskView& mask, const Dims& dims,
-                  const Quantization& quant, T* field) {
+void decode_typed(const uint16_t* codes, const OutlierView& view, const uint8_t* symbols, const MissingValues& missing,
+                  const Dims& dims, const Quantization& quant, T* field) {
   const TileGrid grid(dims);
   const int64_t tiles = int64_t(grid.tile_count());
 #pragma omp parallel for schedule(static)
-  for (int64_t tile = 0; tile < tiles; ++tile) decode_tile(codes, view, mask, grid, uint64_t(tile), quant, field);
+  for (int64_t tile = 0; tile < tiles; ++tile)
+    decode_tile(codes, view, symbols, missing, grid, uint64_t(tile), quant, field);
 }
 
 // A mask stream's runs, aligned (a stored stream may start at any byte) and indexed.
@@ -330,9 +329,11 @@ struct AlignedMask {
   }
 };
 
-// Each point's flag from an indexed mask (field order): 1 where it holds data.
-void mask_flags(const MaskView& mask, const TileGrid& g, uint8_t* holds_data) {
+// Each point's symbol from an indexed mask, in field order (0 where it holds data): the
+// tiles' runs expanded once for both the codes' scatter and the fill values.
+std::vector<uint8_t> mask_symbols(const MaskView& mask, const TileGrid& g) {
   const TileShape s = g.tile;
+  std::vector<uint8_t> out(g.dims.count());
 #pragma omp parallel for schedule(static)
   for (int64_t tile = 0; tile < int64_t(g.tile_count()); ++tile) {
     uint8_t symbols[max_tile_volume];
@@ -341,16 +342,23 @@ void mask_flags(const MaskView& mask, const TileGrid& g, uint8_t* holds_data) {
     for (uint32_t z = 0; z < b.ez; ++z)
       for (uint32_t y = 0; y < b.ey; ++y)
         for (uint32_t x = 0; x < b.ex; ++x)
-          holds_data[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] =
-              symbols[x + s.x * (y + s.y * z)] == 0;
+          out[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))] = symbols[x + s.x * (y + s.y * z)];
   }
+  return out;
+}
+
+std::vector<uint8_t> data_flags(const std::vector<uint8_t>& symbols) {
+  std::vector<uint8_t> holds_data(symbols.size());
+  for (size_t i = 0; i < symbols.size(); ++i) holds_data[i] = symbols[i] == 0;
+  return holds_data;
 }
 
 }  // namespace
 
 void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& dims, const MissingValues& missing,
                          uint8_t* holds_data) {
-  mask_flags(AlignedMask(mask, mask_size, dims, missing).view, TileGrid(dims), holds_data);
+  const std::vector<uint8_t> flags = data_flags(mask_symbols(AlignedMask(mask, mask_size, dims, missing).view, TileGrid(dims)));
+  std::copy(flags.begin(), flags.end(), holds_data);
 }
 
 uint64_t gather_data_codes_cpu(const uint16_t* codes, const uint8_t* holds_data, uint64_t n, uint16_t* out) {
@@ -392,21 +400,19 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
   if (outliers_size > 0) std::memcpy(aligned.data(), outliers, outliers_size);  // an empty stream has no data pointer
   const OutlierView view = parse_outliers(reinterpret_cast<const uint8_t*>(aligned.data()), outliers_size, type);
   validate_outlier_keys(view, TileGrid(dims));
-  if (missing.empty()) {
-    if (type == DType::f32) return decode_typed(codes, view, MaskView{}, dims, quant, static_cast<float*>(field));
-    return decode_typed(codes, view, MaskView{}, dims, quant, static_cast<double*>(field));
-  }
-  const AlignedMask runs(mask, mask_size, dims, missing);
+  std::vector<uint8_t> symbols;
   std::vector<uint16_t> all;
-  if (data_only) {  // a code for every point: zeros at the missing ones
-    std::vector<uint8_t> holds_data(n);
-    mask_flags(runs.view, TileGrid(dims), holds_data.data());
-    all.resize(n);
-    scatter_data_codes_cpu(codes, code_count, holds_data.data(), n, all.data());
-    codes = all.data();
+  if (!missing.empty()) {
+    symbols = mask_symbols(AlignedMask(mask, mask_size, dims, missing).view, TileGrid(dims));
+    if (data_only) {  // a code for every point: zeros at the missing ones
+      all.resize(n);
+      scatter_data_codes_cpu(codes, code_count, data_flags(symbols).data(), n, all.data());
+      codes = all.data();
+    }
   }
-  if (type == DType::f32) return decode_typed(codes, view, runs.view, dims, quant, static_cast<float*>(field));
-  decode_typed(codes, view, runs.view, dims, quant, static_cast<double*>(field));
+  const uint8_t* at = missing.empty() ? nullptr : symbols.data();
+  if (type == DType::f32) return decode_typed(codes, view, at, missing, dims, quant, static_cast<float*>(field));
+  decode_typed(codes, view, at, missing, dims, quant, static_cast<double*>(field));
 }
 
 }  // namespace fzg::lorenzo
