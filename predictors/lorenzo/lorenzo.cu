@@ -523,9 +523,11 @@ struct MaskScratch {
   BitsTarget bits;
 };
 
-// totals: escapes, exacts, mask runs.
+// totals: escapes, exacts, mask runs. Five blocks an SM (at most 48 registers, no spills):
+// the kernel waits on memory, and the 3D register path's 66 registers left three, 37 % of the
+// threads an SM holds (100 M values, rel 1e-3, H100: 451 -> 499-506 GB/s compress).
 template <typename T, int TX, int TY, int TZ, bool Fill>
-__global__ void __launch_bounds__(block_threads, Fill ? 5 : 1) encode_kernel(const T* __restrict__ field, Grid g,
+__global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __restrict__ field, Grid g,
                                                                QuantConstants c, MissingValues missing,
                                                                uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ tile_counts,
