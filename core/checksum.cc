@@ -8,8 +8,9 @@
 namespace fzg {
 
 #ifdef FZG_HAVE_CUDA
-// Sums of the words' terms into device memory, without the length term (checksum.cu).
-void checksum_terms_device(const uint8_t* data, size_t size_bytes, uint64_t* sum_on_device, cudaStream_t stream);
+// The checksum terms (without the length term; checksum.cu) of the device buffers among
+// `buffers` into sums[i] in device memory, zero for a host buffer, queued on `stream`.
+void checksum_terms_device(const std::vector<Buffer>& buffers, uint64_t* sums, cudaStream_t stream);
 #endif
 
 namespace {
@@ -54,8 +55,7 @@ PendingChecksums::PendingChecksums(const std::vector<Buffer>& buffers, cudaStrea
   if (!any_on_device) return;
 #ifdef FZG_HAVE_CUDA
   partial_ = Buffer::device(buffers.size() * sizeof(uint64_t), stream);
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (on_device_[i]) checksum_terms_device(buffers[i].data(), buffers[i].size(), partial_.as<uint64_t>() + i, stream);
+  checksum_terms_device(buffers, partial_.as<uint64_t>(), stream);
 #else
   fail(ErrorCode::unsupported, "device buffer in a build without CUDA");
 #endif

@@ -16,19 +16,25 @@ constexpr int block_threads = 256;
 constexpr uint64_t header_checksum_word = header_checksum_offset / 8;
 
 // Metadata small enough to travel as a kernel argument (copied at launch, so the host's bytes
-// may go away at once); within the 4 KiB that every CUDA version accepts for arguments.
+// may go away at once); within the 4 KiB that every CUDA version accepts for arguments. A
+// usual file's metadata (one chunk, 200-400 bytes) takes the small form: a launch's time grows
+// with its arguments' bytes.
+template <uint64_t Words>
 struct InlineMetadata {
-  static constexpr uint64_t capacity_words = 480;
-  uint64_t words[capacity_words];
+  static constexpr uint64_t capacity_words = Words;
+  uint64_t words[Words];
 };
+using SmallMetadata = InlineMetadata<64>;
+using LargeMetadata = InlineMetadata<480>;
 
 // One block. With `has_inline`, the metadata goes to the file first (else its bytes are there
 // already); then each stream's checksum slot gets its summed terms plus the length term,
 // and the header checksum word the fzg64 of the whole metadata (computed with that word zero, as on the CPU).
+template <typename Inline>
 __global__ void __launch_bounds__(block_threads) finish_metadata_kernel(uint64_t* file, uint64_t words,
                                                                         uint64_t streams,
                                                                         const uint64_t* __restrict__ stream_sums,
-                                                                        InlineMetadata metadata, bool has_inline) {
+                                                                        Inline metadata, bool has_inline) {
   if (has_inline)
     for (uint64_t i = threadIdx.x; i < words; i += block_threads) file[i] = metadata.words[i];
   __syncthreads();
@@ -48,20 +54,29 @@ __global__ void __launch_bounds__(block_threads) finish_metadata_kernel(uint64_t
   if (threadIdx.x == 0) file[header_checksum_word] = sum + checksum_mix(8 * words);
 }
 
+template <typename Inline>
+void finish_with(const std::vector<uint8_t>& metadata, uint64_t streams, const uint64_t* stream_sums, uint8_t* file,
+                 cudaStream_t stream) {
+  const uint64_t words = metadata.size() / 8;
+  Inline inline_metadata;
+  const bool has_inline = words <= Inline::capacity_words;
+  if (has_inline) std::memcpy(inline_metadata.words, metadata.data(), metadata.size());
+  else copy_bytes(file, Location::device, metadata.data(), Location::host, metadata.size(), stream);  // waits
+  finish_metadata_kernel<<<1, block_threads, 0, stream>>>(reinterpret_cast<uint64_t*>(file), words, streams,
+                                                          stream_sums, inline_metadata, has_inline);
+  FZG_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void finish_metadata_device(const std::vector<uint8_t>& metadata, uint64_t streams, const uint64_t* stream_sums,
                             uint8_t* file, cudaStream_t stream) {
   // write_metadata keeps the metadata whole words, the fixed header first, the stream table last.
   static_assert(fixed_header_bytes % 8 == 0 && fixed_header_bytes / 8 > header_checksum_word, "header layout");
-  const uint64_t words = metadata.size() / 8;
-  InlineMetadata inline_metadata;
-  const bool has_inline = words <= InlineMetadata::capacity_words;
-  if (has_inline) std::memcpy(inline_metadata.words, metadata.data(), metadata.size());
-  else copy_bytes(file, Location::device, metadata.data(), Location::host, metadata.size(), stream);  // waits
-  finish_metadata_kernel<<<1, block_threads, 0, stream>>>(reinterpret_cast<uint64_t*>(file), words, streams,
-                                                          stream_sums, inline_metadata, has_inline);
-  FZG_CUDA_CHECK_LAUNCH();
+  if (metadata.size() / 8 <= SmallMetadata::capacity_words)
+    finish_with<SmallMetadata>(metadata, streams, stream_sums, file, stream);
+  else
+    finish_with<LargeMetadata>(metadata, streams, stream_sums, file, stream);
 }
 
 }  // namespace fzg

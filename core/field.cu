@@ -104,8 +104,7 @@ void typed(DType type, F f) {
 void read_range(DType type, const Buffer& range, cudaStream_t stream, double* min, double* max) {
   typed(type, [&](auto zero) {
     Range<decltype(zero)> r;
-    FZG_CUDA_CHECK(cudaMemcpyAsync(&r, range.data(), sizeof r, cudaMemcpyDeviceToHost, stream));
-    FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+    copy_bytes(&r, Location::host, range.data(), Location::device, sizeof r, stream);
     report(r, min, max);
   });
 }

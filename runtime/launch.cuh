@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/buffer.hh"
 #include "runtime/cuda_check.cuh"
 
 namespace fzg {
@@ -73,8 +74,7 @@ inline cudaStream_t thread_stream(size_t index) {
 template <typename T>
 T read_back(const T* device_value, cudaStream_t stream) {
   T value;
-  FZG_CUDA_CHECK(cudaMemcpyAsync(&value, device_value, sizeof(T), cudaMemcpyDeviceToHost, stream));
-  FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  copy_bytes(&value, Location::host, device_value, Location::device, sizeof(T), stream);
   return value;
 }
 

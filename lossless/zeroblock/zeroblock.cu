@@ -165,8 +165,7 @@ DecodePlan plan_decode(const uint32_t* input, uint64_t input_bytes, const Layout
   FZG_CUDA_CHECK_LAUNCH();
   varlen::exclusive_scan(DensePopCount{group_flags, L.groups}, L.groups, block_index, uint64_t(0), varlen::Plus{}, stream);
   uint64_t t[3];
-  FZG_CUDA_CHECK(cudaMemcpyAsync(t, totals, sizeof t, cudaMemcpyDeviceToHost, stream));
-  FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  copy_bytes(t, Location::host, totals, Location::device, sizeof t, stream);
   require_data(t[1] == 0 && t[2] <= available, "zero-block block flags");
   require_data(available == t[2] + t[0] * L.block_words, "zero-block stream size");
   plan.view = {group_flags, block_index, block_flags + t[2]};
