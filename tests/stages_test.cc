@@ -1,4 +1,5 @@
 // Unit tests of the stages, each on its own.
+#include <algorithm>
 #include <random>
 
 #include "bitshuffle/bitshuffle.hh"
@@ -148,6 +149,30 @@ TEST(Bitshuffle, RoundTripsAnyByteLength) {
     std::vector<uint8_t> back(size);
     bitshuffle::decode_cpu(shuffled.data(), back.data(), size);
     EXPECT_EQ(back, in) << size;
+  }
+}
+
+// The format's definition, a bit at a time: output word p of a tile holds bit plane_at(p) of
+// the tile's 32 input words (zero-padded), bit i from word i.
+TEST(Bitshuffle, EachOutputWordIsOnePlaneOfTheTile) {
+  std::mt19937 rng(11);
+  for (uint64_t size : {1ull, 5ull, 128ull, 200ull, 4096ull, 4100ull}) {
+    for (unsigned shift : {0u, 13u, 24u}) {  // dense bits, and sparse high planes
+      std::vector<uint8_t> in(size);
+      for (auto& b : in) b = uint8_t(rng() >> shift);
+      std::vector<uint32_t> out(bitshuffle::shuffled_size(size) / 4);
+      bitshuffle::encode_cpu(in.data(), size, out.data());
+      for (uint64_t t = 0; t < out.size() / 32; ++t) {
+        uint32_t words[32] = {};
+        for (uint64_t at = 128 * t; at < std::min(size, 128 * (t + 1)); ++at)
+          words[(at % 128) / 4] |= uint32_t(in[at]) << (8 * (at % 4));
+        for (uint32_t p = 0; p < 32; ++p) {
+          uint32_t plane = 0;
+          for (uint32_t i = 0; i < 32; ++i) plane |= (words[i] >> bitshuffle::plane_at(p) & 1u) << i;
+          ASSERT_EQ(out[32 * t + p], plane) << "size " << size << ", tile " << t << ", word " << p;
+        }
+      }
+    }
   }
 }
 
