@@ -50,17 +50,24 @@ __global__ void __launch_bounds__(block_threads) checksum_kernel(const uint8_t* 
   if (threadIdx.x == 0) atomicAdd(sum, static_cast<unsigned long long>(block_sum));
 }
 
+// A stream to sum, and where its words go (null: nowhere).
+struct Summed {
+  const uint8_t* data;
+  size_t size_bytes;
+  uint8_t* copy_to;
+};
+
 // One launch per stream into sums zeroed by one memset: what CUB's reduction took per stream
 // (a size query, scratch, two kernels) cost ~20 us of host time in a 2D field's GPU
 // decompress call on an H100.
-void sum_streams(const std::vector<const uint8_t*>& data, const std::vector<size_t>& sizes,
-                 const std::vector<uint8_t*>& destinations, uint64_t* sums, cudaStream_t stream) {
-  FZG_CUDA_CHECK(cudaMemsetAsync(sums, 0, data.size() * sizeof(uint64_t), stream));
-  for (size_t s = 0; s < data.size(); ++s) {
-    const uint64_t words = (sizes[s] + 7) / 8;
+void sum_streams(const std::vector<Summed>& streams, uint64_t* sums, cudaStream_t stream) {
+  FZG_CUDA_CHECK(cudaMemsetAsync(sums, 0, streams.size() * sizeof(uint64_t), stream));
+  for (size_t s = 0; s < streams.size(); ++s) {
+    const uint64_t words = (streams[s].size_bytes + 7) / 8;
     if (words == 0) continue;
     checksum_kernel<<<resident_grid(checksum_kernel, block_threads, words, block_threads), block_threads, 0, stream>>>(
-        data[s], sizes[s], reinterpret_cast<uint64_t*>(destinations[s]), reinterpret_cast<unsigned long long*>(sums + s));
+        streams[s].data, streams[s].size_bytes, reinterpret_cast<uint64_t*>(streams[s].copy_to),
+        reinterpret_cast<unsigned long long*>(sums + s));
     FZG_CUDA_CHECK_LAUNCH();
   }
 }
@@ -69,25 +76,16 @@ void sum_streams(const std::vector<const uint8_t*>& data, const std::vector<size
 
 void checksum_copy_device(const std::vector<Buffer>& streams, const std::vector<uint64_t>& offsets, uint8_t* file,
                           uint64_t* sums, cudaStream_t stream) {
-  std::vector<const uint8_t*> data;
-  std::vector<size_t> sizes;
-  std::vector<uint8_t*> destinations;
-  for (size_t s = 0; s < streams.size(); ++s) {
-    data.push_back(streams[s].data());
-    sizes.push_back(streams[s].size());
-    destinations.push_back(file + offsets[s]);
-  }
-  sum_streams(data, sizes, destinations, sums, stream);
+  std::vector<Summed> summed;
+  for (size_t s = 0; s < streams.size(); ++s) summed.push_back({streams[s].data(), streams[s].size(), file + offsets[s]});
+  sum_streams(summed, sums, stream);
 }
 
 void checksum_terms_device(const std::vector<Buffer>& buffers, uint64_t* sums, cudaStream_t stream) {
-  std::vector<const uint8_t*> data;
-  std::vector<size_t> sizes;
-  for (const Buffer& b : buffers) {
-    data.push_back(b.on_device() ? b.data() : nullptr);
-    sizes.push_back(b.on_device() ? b.size() : 0);  // a host buffer's slot stays zero
-  }
-  sum_streams(data, sizes, std::vector<uint8_t*>(buffers.size(), nullptr), sums, stream);
+  std::vector<Summed> summed;
+  for (const Buffer& b : buffers)  // a host buffer's slot stays zero
+    summed.push_back(b.on_device() ? Summed{b.data(), b.size(), nullptr} : Summed{nullptr, 0, nullptr});
+  sum_streams(summed, sums, stream);
 }
 
 }  // namespace fzg
