@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <random>
 
 #include "core/missing_values.hh"
@@ -119,6 +120,31 @@ std::vector<uint8_t> stream_named(const Buffer& file, const std::string& name) {
     }
   ADD_FAILURE() << "no stream " << name;
   return {};
+}
+
+// The lorenzo stage with fill value -5 over `v`: its header (rel 1e-3 of the valid range) and
+// the streams it writes on the CPU. The header lives on the heap so that ctx stays valid when
+// the whole is moved.
+struct MaskedEncoding {
+  std::unique_ptr<Stage> stage;
+  std::shared_ptr<const std::vector<uint8_t>> header;
+  StageContext ctx;
+  std::vector<Buffer> outputs;
+};
+
+MaskedEncoding encode_with_fill(const Dims& d, const std::vector<float>& v) {
+  MaskedEncoding e;
+  e.stage = make_stage("lorenzo", {{"fill", {-5}}});
+  e.ctx.dtype = DType::f32;
+  e.ctx.field_dims = e.ctx.dims = d;
+  FieldSummary summary;
+  summary.bound = {ErrorMode::rel, 1e-3};
+  const MissingValues missing = missing_values_of({-5}, DType::f32);
+  finite_range(v.data(), DType::f32, v.size(), &summary.min, &summary.max, &missing);
+  e.header = std::make_shared<const std::vector<uint8_t>>(e.stage->make_header(e.ctx, summary));
+  e.ctx.header = e.header.get();
+  e.outputs = e.stage->encode(e.ctx, {Buffer::view(const_cast<float*>(v.data()), 4 * v.size(), Location::host)});
+  return e;
 }
 
 }  // namespace
@@ -261,17 +287,10 @@ TEST(MissingValues, MisplacedRepeatRunsAreCorruptData) {
   // on each backend the build and machine have.
   const Dims d = Dims::make({64, 16, 24});
   const std::vector<float> v = layered_land_field<float>(d, -5.f, 24);
-  const auto stage = make_stage("lorenzo", {{"fill", {-5}}});
-  StageContext ctx;
-  ctx.dtype = DType::f32;
-  ctx.field_dims = ctx.dims = d;
-  FieldSummary summary;
-  summary.bound = {ErrorMode::rel, 1e-3};
-  const MissingValues missing = missing_values_of({-5}, DType::f32);
-  finite_range(v.data(), DType::f32, v.size(), &summary.min, &summary.max, &missing);
-  const std::vector<uint8_t> header = stage->make_header(ctx, summary);
-  ctx.header = &header;
-  const std::vector<Buffer> outputs = stage->encode(ctx, {Buffer::view(const_cast<float*>(v.data()), 4 * v.size(), Location::host)});
+  const MaskedEncoding encoded = encode_with_fill(d, v);
+  const auto& stage = encoded.stage;
+  const StageContext& ctx = encoded.ctx;
+  const std::vector<Buffer>& outputs = encoded.outputs;
   const std::vector<uint8_t> mask = testing::bytes_of(outputs[2]);
   ASSERT_GT(repeat_runs(mask), 0u);
   std::vector<std::vector<uint8_t>> damaged;
@@ -325,17 +344,10 @@ TEST(MissingValues, DamagedMaskStreamsAreCorruptDataNeverACrash) {
   const Dims d = Dims::make({67, 45});
   const std::vector<float> v = masked_field<float>(d, -5.f, true);
   // The stage alone: every truncation and many bit flips of its mask stream.
-  const auto stage = make_stage("lorenzo", {{"fill", {-5}}});
-  StageContext ctx;
-  ctx.dtype = DType::f32;
-  ctx.field_dims = ctx.dims = d;
-  FieldSummary summary;
-  summary.bound = {ErrorMode::rel, 1e-3};
-  const MissingValues missing = missing_values_of({-5}, DType::f32);
-  finite_range(v.data(), DType::f32, v.size(), &summary.min, &summary.max, &missing);
-  const std::vector<uint8_t> header = stage->make_header(ctx, summary);
-  ctx.header = &header;
-  const std::vector<Buffer> outputs = stage->encode(ctx, {Buffer::view(const_cast<float*>(v.data()), 4 * v.size(), Location::host)});
+  const MaskedEncoding encoded = encode_with_fill(d, v);
+  const auto& stage = encoded.stage;
+  const StageContext& ctx = encoded.ctx;
+  const std::vector<Buffer>& outputs = encoded.outputs;
   ASSERT_EQ(outputs.size(), 3u);
   const std::vector<uint8_t> mask = testing::bytes_of(outputs[2]);
   auto decode_with = [&](const std::vector<uint8_t>& damaged) {
