@@ -117,6 +117,40 @@ TEST(Lorenzo, LargeJumpsBecomeEscapesAndRoundTrip) {
   EXPECT_EQ(testing::count_violations(v.data(), back.data(), v.size(), quant.error_bound), 0u);
 }
 
+// An outlier stream of its two counts alone claiming outliers: every backend refuses it (the
+// GPU decoder once took such a stream for no outliers without reading it).
+TEST(Lorenzo, CountsThatTheirStreamCannotHoldAreCorruptData) {
+  const Dims d = Dims::make({40, 30});
+  std::vector<float> v(d.count());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i % 40) * 0.0625f + float(i / 40) * 0.03125f;  // exact steps
+  const auto stage = make_stage("lorenzo", nlohmann::json::object());
+  StageContext ctx;
+  ctx.dtype = DType::f32;
+  ctx.field_dims = ctx.dims = d;
+  FieldSummary summary;
+  summary.bound = {ErrorMode::abs, 1e-2};
+  finite_range(v.data(), DType::f32, v.size(), &summary.min, &summary.max);
+  const std::vector<uint8_t> header = stage->make_header(ctx, summary);
+  ctx.header = &header;
+  const std::vector<Buffer> outputs = stage->encode(ctx, {Buffer::view(v.data(), 4 * v.size(), Location::host)});
+  ASSERT_EQ(outputs.at(1).size(), 16u);  // no outlier: the counts alone
+  for (const uint64_t claimed : {0u, 1u}) {  // three escapes, then three exact values
+    std::vector<uint8_t> damaged = testing::bytes_of(outputs[1]);
+    const uint64_t three = 3;
+    std::memcpy(damaged.data() + 8 * claimed, &three, 8);
+    for (Device device : {Device::cpu, Device::cuda}) {
+      if (device == Device::cuda && !cuda_available()) continue;
+      StageContext on = ctx;
+      on.device = device;
+      const Location where = device == Device::cuda ? Location::device : Location::host;
+      std::vector<Buffer> outs{outputs[0], testing::host_buffer(damaged)};
+      for (Buffer& b : outs) b = where == Location::device ? to_device(b, nullptr) : b;
+      std::vector<Buffer> inputs{where == Location::device ? Buffer::device(4 * v.size(), nullptr) : Buffer::host(4 * v.size())};
+      testing::expect_error([&] { stage->decode(on, outs, inputs); }, ErrorCode::corrupt_data, "outlier");
+    }
+  }
+}
+
 TEST(Lorenzo, UnsortedOutlierKeysAreCorruptData) {
   const Dims d = Dims::make({100});
   std::vector<float> v(100, 0.0f);

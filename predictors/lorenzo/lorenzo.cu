@@ -1234,14 +1234,13 @@ DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DT
   require_data(outliers_size >= 16, "outlier stream shorter than its counts");
   require_data(grid_.tile_count() < (uint64_t(1) << 32), "field has too many tiles");
   if (!missing.empty()) index_mask(mask, mask_size);
-  // A stream of its two counts alone holds no outlier (any other counts would not fit it, and
-  // damage to them fails the stream's checksum): the usual case takes no read-back, which cost
-  // ~15 us of a 2D field's decompress call on an H100.
-  OutlierCounts counts{0, 0};
-  if (outliers_size > 16) {
-    copy_bytes(&counts, Location::host, outliers, Location::device, 16, stream);
-    trace::mark("lorenzo: outlier counts read");
-  }
+  // Read back even from a stream of its two counts alone (which holds no outlier): skipping
+  // that read (~15 us of a 2D field's decompress call on an H100) let a crafted file with
+  // non-zero counts there and repaired checksums decode on the GPU while the CPU rejects it.
+  // It can go once a stage can leave a check on the device for the call's final read-back.
+  OutlierCounts counts;
+  copy_bytes(&counts, Location::host, outliers, Location::device, 16, stream);
+  trace::mark("lorenzo: outlier counts read");
   view_ = outlier_layout(counts, outliers, outliers_size, type);
   if (counts.escapes + counts.exacts == 0) return;
   const Grid g = device_grid(grid_);
