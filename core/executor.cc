@@ -37,6 +37,11 @@ unsigned lanes_within(unsigned lanes, uint64_t per_chunk, uint64_t available) {
   return unsigned(std::max<uint64_t>(1, std::min<uint64_t>(lanes, available / std::max<uint64_t>(1, per_chunk))));
 }
 
+// Device bytes a call may need without asking the device what is free: an eighth of its memory.
+// Larger needs are checked against the free memory first, for a message that says what to do
+// rather than an allocation's "out of memory".
+bool small_beside_device(uint64_t bytes) { return bytes <= device_total_bytes() / 8; }
+
 Location location_of(Device device) { return device == Device::cuda ? Location::device : Location::host; }
 
 Buffer move_to(const Buffer& b, Location where, cudaStream_t stream) {
@@ -404,10 +409,11 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   // is reduced there, and each lane uploads its chunk and takes the chunk's streams back.
   const uint64_t per_chunk = chunk_need(plan->chunk_dims(0).count() * value_bytes);
   const bool host_field_on_gpu = field.where == Location::host && base.device == Device::cuda;
-  // The device's free memory decides only where a host field goes and how many chunks run at
-  // once; a device field of one chunk asks nothing (the query took ~20 us of a 2D field's
-  // ~190 us call on an H100).
-  const bool ask = base.device == Device::cuda && (options.device_memory_budget || host_field_on_gpu || plan->chunks > 1);
+  // The device's free memory decides where a host field goes, how many chunks run at once and
+  // whether a chunk's work fits; a device field of one chunk that is small beside the device
+  // asks nothing (the query took ~20 us of a 2D field's ~190 us call on an H100).
+  const bool ask = base.device == Device::cuda && (options.device_memory_budget || host_field_on_gpu ||
+                                                   plan->chunks > 1 || !small_beside_device(per_chunk));
   const uint64_t budget = !ask ? 0 : options.device_memory_budget ? options.device_memory_budget : device_free_bytes();
   const bool out_of_core = host_field_on_gpu && field.size_bytes() + chunk_lanes * per_chunk > budget;
   const bool uploads = host_field_on_gpu && !out_of_core;
@@ -602,8 +608,9 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
   Buffer data = destination.data() ? destination.slice(0, field_bytes) : Buffer();
   const bool direct = options.output == compute;
   unsigned lanes = lanes_for(options.stage_times);
-  // As in compress: one chunk into memory of its own needs no look at the free memory.
-  if (base.device == Device::cuda && (options.device_memory_budget || end - first > 1 || !direct)) {
+  // As in compress: one small chunk into memory of its own needs no look at the free memory.
+  if (base.device == Device::cuda && (options.device_memory_budget || end - first > 1 || !direct ||
+                                      !small_beside_device(field_bytes + chunk_need(field_bytes)))) {
     const uint64_t budget = options.device_memory_budget ? options.device_memory_budget : device_free_bytes();
     const uint64_t resident = direct && !destination.data() ? field_bytes : 0;
     if (resident > budget)

@@ -325,6 +325,7 @@ bool cuda_available() {
 
 #ifndef FZG_HAVE_CUDA
 uint64_t device_free_bytes() { return 0; }
+uint64_t device_total_bytes() { return 0; }
 DeviceMemoryStats device_memory_stats() { return {}; }
 void reset_device_memory_peak() {}
 #endif

@@ -95,5 +95,7 @@ void reset_device_memory_peak();
 bool cuda_available();
 // Free memory on the current device (0 without CUDA).
 uint64_t device_free_bytes();
+// The current device's memory, asked once per device (0 without CUDA).
+uint64_t device_total_bytes();
 
 }  // namespace fzg

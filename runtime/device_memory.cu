@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -167,33 +168,68 @@ void reset_device_memory_peak() { cache().reset_peak(); }
 
 namespace {
 
-// Read-backs the host waits for (sizes, counts, sums, a file's metadata) land in a page-locked
-// buffer of the calling thread's: into pageable memory the driver stages the copy itself,
-// which cost ~10-15 us of each read-back on an H100 (fzg bench --trace; a call waits on
-// three to five of them).
+// Read-backs the host waits for (sizes, counts, sums, a file's metadata) land in page-locked
+// memory: into pageable memory the driver stages the copy itself, which cost ~10-15 us of
+// each read-back on an H100 (fzg bench --trace; a call waits on three to five of them). The
+// blocks are the process's, lent one per read-back and never freed: a thread of its own per
+// caller would cost each short-lived thread (a Python or OpenMP pool's) a page-locked
+// allocation and, at its exit, a free that waits for the device.
 constexpr size_t read_back_bytes = size_t(64) << 10;
 
-uint8_t* read_back_buffer() {
-  struct Kept {
-    uint8_t* data = nullptr;
-    ~Kept() {
-      if (data) cudaFreeHost(data);  // at thread exit; an error then changes nothing
+class ReadBackBlocks {
+ public:
+  static ReadBackBlocks& get() {
+    static ReadBackBlocks* blocks = new ReadBackBlocks();  // never destroyed, like its blocks
+    return *blocks;
+  }
+  // A block, or null when no page-locked memory can be had (the caller copies as before;
+  // after one refusal it is not asked again).
+  uint8_t* take() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        uint8_t* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+      if (refused_) return nullptr;
     }
-  };
-  thread_local Kept kept;
-  if (!kept.data) FZG_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&kept.data), read_back_bytes));
-  return kept.data;
-}
+    void* p = nullptr;
+    if (cudaMallocHost(&p, read_back_bytes) != cudaSuccess) {
+      cudaGetLastError();  // clear it: the copy goes on without the block
+      std::lock_guard<std::mutex> lock(mutex_);
+      refused_ = true;
+      return nullptr;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.reserve(++lent_);  // so that give() never allocates
+    return static_cast<uint8_t*>(p);
+  }
+  void give(uint8_t* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(p);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<uint8_t*> free_;
+  size_t lent_ = 0;  // blocks made
+  bool refused_ = false;
+};
 
 }  // namespace
 
 void device_copy(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                  cudaStream_t stream, bool wait) {
-  if (wait && dst_where == Location::host && src_where == Location::device && size_bytes <= read_back_bytes) {
-    uint8_t* bounce = read_back_buffer();
-    FZG_CUDA_CHECK(cudaMemcpyAsync(bounce, src, size_bytes, cudaMemcpyDeviceToHost, stream));
-    FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  uint8_t* bounce = nullptr;
+  if (wait && dst_where == Location::host && src_where == Location::device && size_bytes <= read_back_bytes &&
+      (bounce = ReadBackBlocks::get().take())) {
+    // A failed call throws and keeps the block out of the pool: a copy may still land in it.
+    cuda_check(cudaMemcpyAsync(bounce, src, size_bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (read-back)",
+               __FILE__, __LINE__);
+    cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (read-back)", __FILE__, __LINE__);
     std::memcpy(dst, bounce, size_bytes);
+    ReadBackBlocks::get().give(bounce);
     return;
   }
   FZG_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_bytes, cudaMemcpyDefault, stream));
@@ -239,7 +275,10 @@ void event_wait(void* event) { FZG_CUDA_CHECK(cudaEventSynchronize(static_cast<c
 // would otherwise see less free than it can have.
 uint64_t device_free_bytes() {
   size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();  // 0 means "nothing known"; the error must not surface at the next launch
+    return 0;
+  }
   int device = 0;
   cudaMemPool_t pool;
   uint64_t reserved = 0, used = 0;
@@ -248,6 +287,27 @@ uint64_t device_free_bytes() {
       cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess && reserved > used)
     free_bytes += reserved - used;
   return free_bytes + cache().cached_bytes();
+}
+
+// 0 when the device cannot say (the error cleared, so that the next launch check does not
+// report it as its own).
+uint64_t device_total_bytes() {
+  static std::mutex mutex;
+  static std::map<int, uint64_t> totals;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = totals.find(device);
+  if (it != totals.end()) return it->second;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return totals[device] = total_bytes;
 }
 
 bool device_present() {
