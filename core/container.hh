@@ -14,8 +14,8 @@
 namespace fzg {
 
 constexpr uint8_t container_magic[4] = {0x89, 'F', 'Z', 'G'};
-constexpr uint16_t container_version = 3;
-constexpr uint32_t fixed_header_bytes = 96;     // versions 2 and 3
+constexpr uint16_t container_version = 4;       // 4: a mask may repeat a tile's runs (FORMAT.md)
+constexpr uint32_t fixed_header_bytes = 96;     // versions 2 to 4
 constexpr uint32_t fixed_header_bytes_v1 = 112;
 
 struct Header {
@@ -49,7 +49,7 @@ struct ChunkRecord {
 struct Container {
   Header header;
   std::string graph_json;
-  uint64_t graph_bytes = 0;  // the graph's size in the file (its code's, in version 3), unpadded
+  uint64_t graph_bytes = 0;  // the graph's size in the file (its code's, from version 3 on), unpadded
   std::vector<std::vector<uint8_t>> stage_headers;  // one per graph node (empty when none)
   std::vector<ChunkRecord> chunks;
   uint64_t metadata_bytes = 0;  // where the payload starts

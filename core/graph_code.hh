@@ -1,4 +1,4 @@
-// The graph as format version 3 stores it: its canonical JSON, LZ77-coded against a fixed
+// The graph as format versions 3 and 4 store it: its canonical JSON, LZ77-coded against a fixed
 // dictionary (the graphs of fzg's shipped configs when version 3 was made). Why: the JSON
 // took 180-520 bytes in every file, ~3 % of a small field's file at ratio 9 (a 256x160
 // satellite image, 18.7 KB) and more of an HDF5 or Zarr chunk's; coded, a shipped config's

@@ -9,8 +9,8 @@
 //      exercised on the raw bytes; the bytes lie at an odd address (as in a caller's larger
 //      buffer), so the library takes its path for unaligned files;
 //   2. with its checksums repaired (stream checksums, payload size, header checksum, and in a
-//      version 2 or 3 file the metadata size, recomputed as a writer would), so that mutations
-//      reach the graph loader (and in version 3 its code) and the stage decoders instead of
+//      version 2 to 4 file the metadata size, recomputed as a writer would), so that mutations
+//      reach the graph loader (and from version 3 on its code) and the stage decoders instead of
 //      stopping at a checksum; 8-byte aligned. Skipped when nothing changed. Files of every
 //      version are repaired (each by its own layout).
 //
@@ -105,7 +105,7 @@ bool repair_v1(std::vector<uint8_t>& f) {
   return true;
 }
 
-// Versions 2 and 3 (the layout is the same; only the graph's bytes differ): fixed header 96
+// Versions 2 to 4 (the layout is the same; the graph's bytes differ from 3 on): fixed header 96
 // bytes (graph size 12, stage count S 56, streams per chunk N 60,
 // chunk count C 64, metadata size 72, payload size 80, header checksum 88), the graph, S stage
 // headers {u64 length, bytes, padding}, C x S stage records, C x N stream records (chunk-major),
@@ -146,7 +146,7 @@ bool repair_v2_v3(std::vector<uint8_t>& f) {
 
 // Rewrites what a writer computes from the rest of the file (docs/FORMAT.md): each stream's
 // fzg64 over its own bytes (padding excluded), the payload size and the header checksum; in a
-// version 2 or 3 file also the metadata size (where the layout puts the payload). Streams are taken
+// version 2, 3 or 4 file also the metadata size (where the layout puts the payload). Streams are taken
 // at the offsets their sizes give; one that does not fit is left as is, as is every later one.
 // Returns false where the layout cannot be followed (no change).
 bool repair_checksums(std::vector<uint8_t>& f) {
@@ -155,7 +155,8 @@ bool repair_checksums(std::vector<uint8_t>& f) {
   switch (load<uint16_t>(&f[4])) {
     case 1: return repair_v1(f);
     case 2:
-    case 3: return repair_v2_v3(f);
+    case 3:
+    case 4: return repair_v2_v3(f);  // versions 3 and 4 differ in a stage's stream, not in layout
     default: return false;
   }
 }
@@ -174,7 +175,7 @@ uint64_t largest_allocation(const fzg::Container& c) {
 }
 
 // Bytes a writer leaves zero: the reserved fields, the graph's padding, each stage header's
-// padding (versions 2 and 3), each stream's padding.
+// padding (versions 2 to 4), each stream's padding.
 void check_zero_fill(const fzg::Container& c, const fzg::Buffer& file) {
   const uint8_t* f = file.data();
   const uint64_t header = c.header.version == 1 ? 112 : 96;

@@ -8,7 +8,7 @@
 # values written by python3), so the same library writes the same corpus. Every file is
 # checked to decompress before it is kept; identical files are kept once.
 #
-# Seeds (format version 3, as the CLI writes it): every config in configs/ and the built-in
+# Seeds (format version 4, as the CLI writes it): every config in configs/ and the built-in
 # default x f32, f64 x 1D, 2D, 3D x abs, rel, psnr, lossless; lossless u8, u16, u32, i32; hazard
 # fields (NaN, +-Inf, values near the type's maximum, subnormals, -0, spikes that escape the
 # codes) for a non-empty outlier stream; a constant field (outlier stream of counts only); the
@@ -18,9 +18,9 @@
 # not make, with valid checksums (an empty outlier stream, alone and in one chunk of several;
 # a zero-block stored raw in a chunk where a writer codes it).
 #
-# The version 1 and 2 seeds (v1-*.fzg, v2-*.fzg: files of the earlier formats, which readers
-# still take) are kept as they are: no writer makes them any more. For another OUTPUT_DIR they
-# are copied there.
+# The version 1, 2 and 3 seeds (v1-*.fzg, v2-*.fzg, v3-*.fzg: files of the earlier formats,
+# which readers still take) are kept as they are: no writer makes them any more. For another
+# OUTPUT_DIR they are copied there.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -39,7 +39,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 if [[ "$(cd "$out" && pwd)" != "$here/corpus/decompress" ]]; then
-  cp "$here"/corpus/decompress/v[12]-*.fzg "$out"/
+  cp "$here"/corpus/decompress/v[123]-*.fzg "$out"/
 fi
 
 # Raw inputs that `fzg gen` does not make.
@@ -256,9 +256,9 @@ def pad8(n):
     return (n + 7) & ~7
 
 def parse(f):
-    """A version 3 file as (its bytes up to the stage records, records[chunk][stage] as
+    """A version 4 file as (its bytes up to the stage records, records[chunk][stage] as
     (flags, [input sizes]), streams[chunk][stream] as bytes)."""
-    assert struct.unpack_from("<HH", f, 4) == (3, 96)
+    assert struct.unpack_from("<HH", f, 4) == (4, 96)
     g, = struct.unpack_from("<I", f, 12)
     stages, per_chunk, chunks = struct.unpack_from("<IIQ", f, 56)
     pos = 96 + pad8(g)
@@ -287,7 +287,7 @@ def parse(f):
     return head, records, streams
 
 def build(head, records, streams):
-    """A version 3 file from its parts; sizes and checksums as a writer computes them."""
+    """A version 4 file from its parts; sizes and checksums as a writer computes them."""
     meta = bytearray(head)
     for chunk in records:
         for flags, sizes in chunk:
@@ -362,7 +362,7 @@ cmp "$work/check.out" "$work/mixed-480.u8"
 
 # Every seed was made: replace the old ones, keeping one file of each content, named after the
 # first seed that made it.
-find "$out" -maxdepth 1 -name '*.fzg' ! -name 'v1-*' ! -name 'v2-*' -delete
+find "$out" -maxdepth 1 -name '*.fzg' ! -name 'v1-*' ! -name 'v2-*' ! -name 'v3-*' -delete
 kept=0
 declare -A seen=()
 for f in $(ls "$work"/*.fzg | sort); do
@@ -372,6 +372,6 @@ for f in $(ls "$work"/*.fzg | sort); do
   cp "$f" "$out/"
   kept=$((kept + 1))
 done
-old=$(find "$out" -maxdepth 1 -name 'v[12]-*.fzg' | wc -l)
-echo "make_corpus.sh: $count files compressed, $kept distinct seeds (with crafted ones) and $old version 1 and 2 seeds in $out"
+old=$(find "$out" -maxdepth 1 -name 'v[123]-*.fzg' | wc -l)
+echo "make_corpus.sh: $count files compressed, $kept distinct seeds (with crafted ones) and $old version 1, 2 and 3 seeds in $out"
 du -sh "$out" | cut -f1

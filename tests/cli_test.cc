@@ -168,7 +168,7 @@ TEST_F(Cli, InfoShowsHeaderGraphAndStreams) {
   ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 500 -o " + path("a.fzg")).exit_code, 0);
   const CommandResult r = run("info " + path("a.fzg"));
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* part : {"format version 3", "rel", "pack.out", "predict.outliers", "zero-block"})
+  for (const char* part : {"format version 4", "rel", "pack.out", "predict.outliers", "zero-block"})
     EXPECT_NE(r.out.find(part), std::string::npos) << part;
 }
 

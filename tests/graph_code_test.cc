@@ -1,4 +1,4 @@
-// The stored graph's code (format version 3): every graph comes back exactly, the shipped
+// The stored graph's code (format versions 3 and 4): every graph comes back exactly, the shipped
 // configs' graphs cost a few bytes, and a damaged code is a clear error, never a crash.
 #include <filesystem>
 #include <random>
@@ -93,7 +93,7 @@ TEST(GraphCode, FilesStoreTheCodeAndReadersGetTheJson) {
   const Graph graph = Graph::default_fz();
   const Buffer file = compress(graph, {field.data(), Location::host, DType::f32, d}, options);
   const Container c = inspect(file);
-  EXPECT_EQ(c.header.version, 3);
+  EXPECT_EQ(c.header.version, 4);
   EXPECT_EQ(c.graph_json, graph.canonical_text());
   uint32_t stored = 0;
   std::memcpy(&stored, file.data() + 12, 4);

@@ -189,7 +189,7 @@ def test_info_describes_the_file():
     assert meta["mode"] == "rel" and meta["requested_bound"] == 1e-3
     assert meta["absolute_bound"] == pytest.approx(1e-3 * float(x.max() - x.min()), rel=1e-6)
     assert meta["original_bytes"] == x.nbytes and meta["compressed_bytes"] == len(file)
-    assert meta["ratio"] == pytest.approx(x.nbytes / len(file)) and meta["format_version"] == 3
+    assert meta["ratio"] == pytest.approx(x.nbytes / len(file)) and meta["format_version"] == 4
 
 
 def test_info_of_a_lossless_file_has_no_bound():
