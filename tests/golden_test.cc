@@ -170,8 +170,9 @@ TEST_P(GoldenRetired, FilesOfAnEarlierFormOfAConfigStillDecode) {
   ASSERT_EQ(old.data.size(), input.size());
   EXPECT_EQ(std::memcmp(old.data.data(), fresh.data.data(), input.size()), 0);
   // A file named for a format version is of that version.
-  if (g.file[0] == 'v' && std::isdigit(static_cast<unsigned char>(g.file[1])) && g.file[2] == '_')
+  if (g.file[0] == 'v' && std::isdigit(static_cast<unsigned char>(g.file[1])) && g.file[2] == '_') {
     EXPECT_EQ(old.header.version, g.file[1] - '0') << g.file;
+  }
 }
 
 std::vector<GoldenCase> retired_cases() {
