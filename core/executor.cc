@@ -98,6 +98,7 @@ Buffer assemble_on_device(Container& c, const std::vector<Buffer>& streams, Loca
     if (!s.on_device()) return Buffer();
 #ifdef FZG_HAVE_CUDA
   const std::vector<uint8_t> metadata = write_metadata(c);  // checksums still zero: the device fills them in
+  trace::mark("metadata written");
   std::vector<uint64_t> offsets;
   for (const auto& chunk : c.chunks) offsets.insert(offsets.end(), chunk.stream_offsets.begin(), chunk.stream_offsets.end());
   Buffer file = Buffer::device(c.total_bytes, stream);
@@ -389,6 +390,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   if (!field.data) fail(ErrorCode::invalid_argument, "no field data");
   const Graph graph = lossless || exactly ? graph_in.without_predictor() : graph_in;
   const std::shared_ptr<const Plan> plan = make_plan(graph, options.device, field.dtype, field.dims);
+  trace::mark("plan made");
 
   StageContext base;
   base.device = options.device;
@@ -415,6 +417,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   const bool ask = base.device == Device::cuda && (options.device_memory_budget || host_field_on_gpu ||
                                                    plan->chunks > 1 || !small_beside_device(per_chunk));
   const uint64_t budget = !ask ? 0 : options.device_memory_budget ? options.device_memory_budget : device_free_bytes();
+  if (ask) trace::mark("device memory budget");
   const bool out_of_core = host_field_on_gpu && field.size_bytes() + chunk_lanes * per_chunk > budget;
   const bool uploads = host_field_on_gpu && !out_of_core;
   const unsigned lanes = !ask ? 1
@@ -617,6 +620,7 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
       fail(ErrorCode::invalid_argument, "the field (" + std::to_string(field_bytes) +
                                             " bytes) does not fit the device memory budget; decompress to the host");
     lanes = lanes_within(lanes, chunk_need(plan->chunk_dims(first).count() * value_bytes), budget - resident);
+    trace::mark("device memory budget");
   }
   std::mutex output_mutex;
   bool allocated_here = false;
