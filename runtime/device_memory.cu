@@ -132,8 +132,8 @@ class BlockCache {
   // A quarter of the device: room for the blocks of a large field's call, not more.
   static size_t cache_limit() {
     static const size_t limit = [] {
-      size_t free_bytes = 0, total_bytes = 0;
-      return cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess ? total_bytes / 4 : size_t(1) << 30;
+      const uint64_t total = device_total_bytes();
+      return total ? size_t(total / 4) : size_t(1) << 30;
     }();
     return limit;
   }
