@@ -25,6 +25,7 @@ struct MissingValues {
   template <typename T>
   FZG_HOST_DEVICE uint32_t symbol_of(T value) const {
     const uint64_t pattern = bits_of(value);
+    if (count == 1) return bits[0] == pattern;  // most fields: one compare, no loop
     uint32_t symbol = 0;
     // Unrolled over the capacity (constant indices keep `bits` in registers or the kernel's
     // parameters on the GPU), and left after `count` (most fields have one fill value).

@@ -5,7 +5,8 @@
 // and a second pass moves the codes, a block per segment: a block scan of the threads' counts
 // places each word, then each warp walks its 32 words, a word's 32 codes by the 32 lanes
 // (one coalesced load or store of a row's 32 neighbours; the gather skips words without
-// data). The total is read back: the gather's output size, the scatter's check.
+// data). The total is the gather's output size (read back, or left in device memory for the
+// caller's own read-back) and the scatter's check (read back before the move).
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -83,12 +84,14 @@ __global__ void __launch_bounds__(segment_words) move_kernel(const uint16_t* __r
   }
 }
 
-// Each segment's first data code, and the total (read back).
+// Each segment's first data code; first[segments] is the total.
 struct DataPlaces {
-  uint64_t segments = 0, total = 0;
+  uint64_t segments = 0;
   Buffer first;
+  const uint64_t* total() const { return first.as<uint64_t>() + segments; }
 };
 
+// Queued on the stream; nothing is read back.
 DataPlaces data_places(const Words& words, cudaStream_t stream) {
   DataPlaces places;
   places.segments = (words.layout.words() + segment_words - 1) / segment_words;
@@ -99,8 +102,20 @@ DataPlaces data_places(const Words& words, cudaStream_t stream) {
   FZG_CUDA_CHECK_LAUNCH();
   varlen::exclusive_scan(varlen::CountTerms{counts.as<uint32_t>(), places.segments}, places.segments,
                          places.first.as<uint64_t>(), uint64_t(0), varlen::Plus{}, stream);
-  copy_bytes(&places.total, Location::host, places.first.as<uint64_t>() + places.segments, Location::device,
-             sizeof(uint64_t), stream);
+  return places;
+}
+
+uint64_t read_total(const DataPlaces& places, cudaStream_t stream) {
+  uint64_t total;
+  copy_bytes(&total, Location::host, places.total(), Location::device, sizeof total, stream);
+  return total;
+}
+
+DataPlaces queue_gather(const uint16_t* codes, const Words& words, uint16_t* out, cudaStream_t stream) {
+  DataPlaces places = data_places(words, stream);
+  move_kernel<true><<<grid_for(places.segments, 1), segment_words, 0, stream>>>(
+      codes, words, places.segments, places.first.as<uint64_t>(), out);
+  FZG_CUDA_CHECK_LAUNCH();
   return places;
 }
 
@@ -112,19 +127,20 @@ Words words_of(const uint32_t* data_bits, const Dims& dims) {
 
 uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
                                 cudaStream_t stream) {
-  const Words words = words_of(data_bits, dims);
-  const DataPlaces places = data_places(words, stream);
-  move_kernel<true><<<grid_for(places.segments, 1), segment_words, 0, stream>>>(
-      codes, words, places.segments, places.first.as<uint64_t>(), out);
-  FZG_CUDA_CHECK_LAUNCH();
-  return places.total;
+  return read_total(queue_gather(codes, words_of(data_bits, dims), out, stream), stream);
+}
+
+void gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
+                            uint64_t* count, cudaStream_t stream) {
+  const DataPlaces places = queue_gather(codes, words_of(data_bits, dims), out, stream);
+  FZG_CUDA_CHECK(cudaMemcpyAsync(count, places.total(), sizeof(uint64_t), cudaMemcpyDeviceToDevice, stream));
 }
 
 void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint32_t* data_bits, const Dims& dims,
                              uint16_t* codes, cudaStream_t stream) {
   const Words words = words_of(data_bits, dims);
   const DataPlaces places = data_places(words, stream);
-  require_data(places.total == count, "lorenzo codes size");  // before any code past `count` is read
+  require_data(read_total(places, stream) == count, "lorenzo codes size");  // before any code past `count` is read
   move_kernel<false><<<grid_for(places.segments, 1), segment_words, 0, stream>>>(
       data_codes, words, places.segments, places.first.as<uint64_t>(), codes);
   FZG_CUDA_CHECK_LAUNCH();

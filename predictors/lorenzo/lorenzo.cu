@@ -367,19 +367,34 @@ struct BitsTarget {
   __device__ uint64_t word(const Grid& g, uint64_t x, uint64_t y, uint64_t z) const {
     return layout.word(x, y + g.ny * z);
   }
+  // How far apart the words of a thread's points k and k + 1 lie (Strip's step: 256 points
+  // along x in 1D, 256 / TX rows in 2D, a plane in 3D).
+  template <int TX, int TY, int TZ>
+  __device__ uint64_t strip_step(const Grid& g) const {
+    if constexpr (TY == 1) return block_threads / 32;
+    else if constexpr (TZ == 1) return (block_threads / TX) * layout.words_per_row();
+    else return g.ny * layout.words_per_row();
+  }
 };
 
 // The data bits of this thread's points: a word per warp and k, whose lanes are 32 points of a
-// row (lane 0 the first). The whole block calls it.
+// row (lane 0 the first). Lane 0 finds its first word once and steps from it (the word's
+// 64-bit index computed by every lane and every k was a fifth of a masked encode's
+// instructions). The whole block calls it.
 template <bool Whole, int TX, int TY, int TZ>
 __device__ void store_data_bits(const Grid& g, const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p,
                                 uint32_t symbols, BitsTarget bits) {
+  uint32_t* at = nullptr;
+  uint64_t step = 0;
+  if (threadIdx.x % 32 == 0) {
+    at = bits.words + bits.word(g, p.x0 + strip.x(0), p.y0 + strip.y(0), p.z0 + strip.z(0));
+    step = bits.strip_step<TX, TY, TZ>(g);
+  }
 #pragma unroll
-  for (int k = 0; k < strip.per_thread; ++k) {
+  for (int k = 0; k < strip.per_thread; ++k, at += step) {
     const bool inside = Whole || strip.inside(k);
     const uint32_t word = __ballot_sync(0xffffffffu, inside && (symbols >> (4 * k) & 0xfu) == 0);
-    if (threadIdx.x % 32 == 0 && inside)
-      bits.words[bits.word(g, p.x0 + strip.x(k), p.y0 + strip.y(k), p.z0 + strip.z(k))] = word;
+    if (threadIdx.x % 32 == 0 && inside) *at = word;
   }
 }
 
@@ -491,19 +506,20 @@ __device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_start
   auto difference = [&](uint32_t l) {
     return mask_difference(tile_symbols[l], slice && l >= slice ? tile_symbols[l - slice] : 0u);
   };
-  uint32_t starts = 0;
+  // Which of this thread's keys start a run, as bits (each key's difference computed once).
+  static_assert(per <= 32, "a thread's keys fit a word of start bits");
+  uint32_t start_bits = 0, previous = first == 0 ? 0u : difference(first - 1);
 #pragma unroll
   for (uint32_t i = 0; i < per; ++i) {
-    const uint32_t l = first + i;
-    starts += l == 0 || difference(l) != difference(l - 1);
+    const uint32_t l = first + i, current = difference(l);
+    start_bits |= uint32_t(l == 0 || current != previous) << i;
+    previous = current;
   }
   uint32_t before, total;
-  Scan(storage).ExclusiveSum(starts, before, total);
+  Scan(storage).ExclusiveSum(uint32_t(__popc(start_bits)), before, total);
 #pragma unroll
-  for (uint32_t i = 0; i < per; ++i) {
-    const uint32_t l = first + i;
-    if (l == 0 || difference(l) != difference(l - 1)) run_starts[before++] = uint16_t(l);
-  }
+  for (uint32_t i = 0; i < per; ++i)
+    if (start_bits >> i & 1u) run_starts[before++] = uint16_t(first + i);
   __syncthreads();
   for (uint32_t r = threadIdx.x; r < total; r += block_threads) {
     const uint32_t begin = run_starts[r], end = r + 1 < total ? run_starts[r + 1] : volume;
@@ -1137,7 +1153,7 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
   }
 }
 
-const uint64_t* DeviceEncoder::totals() const { return counts_.as<uint64_t>(); }
+uint64_t* DeviceEncoder::totals() const { return const_cast<uint64_t*>(counts_.as<uint64_t>()); }
 
 const uint32_t* DeviceEncoder::data_bits() const { return data_bits_.as<uint32_t>(); }
 
@@ -1341,16 +1357,22 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
   DeviceEncoder encoder(field, type, dims, stream, missing);
   encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
   encoder.finish();
-  uint64_t totals[3];
+  const uint64_t n = dims.count();
+  // With fill values the codes of the points with data only (the others' deltas are 0),
+  // gathered before the totals are read, which then bring their count too: the GPU never
+  // waits on the host between the encode and the gather.
+  if (!missing.empty()) {
+    *data_codes = Buffer::device(2 * n, stream);
+    gather_data_codes_cuda(codes, encoder.data_bits(), dims, data_codes->as<uint16_t>(), encoder.totals() + 3, stream);
+  }
+  uint64_t totals[4];
   copy_bytes(totals, Location::host, encoder.totals(), Location::device, sizeof totals, stream);
   trace::mark("lorenzo: outlier totals read");
   if (mask) *mask = encoder.mask(totals[2]);
   Buffer outliers = encoder.outliers(quant, {totals[0], totals[1]});
-  const uint64_t n = dims.count();
   *code_count = n;
-  if (!missing.empty()) {  // the points with data only (the others' deltas are 0)
-    *data_codes = Buffer::device(2 * n, stream);
-    *code_count = gather_data_codes_cuda(codes, encoder.data_bits(), dims, data_codes->as<uint16_t>(), stream);
+  if (!missing.empty()) {
+    *code_count = totals[3];
     data_codes->shrink(2 * *code_count);
   }
   return outliers;

@@ -131,6 +131,10 @@ struct DataBits {
 // (DeviceDecoder::data_bits). The gather reads no code of a missing point.
 uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
                                 cudaStream_t stream);
+// The same with nothing read back: the count goes to device memory at `count` (out must hold
+// every point's code).
+void gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
+                            uint64_t* count, cudaStream_t stream);
 void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint32_t* data_bits, const Dims& dims,
                              uint16_t* codes, cudaStream_t stream);
 // With fill values the codes of the points with data go to *data_codes (`codes` is then
@@ -167,8 +171,9 @@ class DeviceEncoder {
   // Once every row is queued: finds the tiles whose mask runs repeat (mask.hh).
   void finish();
   // Device address of the field's totals, complete once finish() is queued: u64 escapes,
-  // exacts and mask runs.
-  const uint64_t* totals() const;
+  // exacts and mask runs, and a fourth word for the caller (zeroed; encode_cuda's gather
+  // count, so that one read-back brings all four).
+  uint64_t* totals() const;
   // The outlier stream, once the caller has read the totals back.
   Buffer outliers(const Quantization& quant, OutlierCounts totals);
   // The mask stream (with fill values), once the caller has read the run total back.
