@@ -51,11 +51,15 @@ __global__ void __launch_bounds__(segment_words) segment_counts_kernel(Words wor
 
 // Point i with data is the (count of points with data before it)-th data code. Gather:
 // data[j] = all[i] at those points; scatter: all[i] = data[j] there, 0 at missing points.
+// A warp moves its 32 words `batch` at a time, all the batch's loads issued before its stores:
+// one word's 64 bytes in flight a warp left the move latency-bound (174 us for 100 M points,
+// 52 % missing, H100).
 template <bool Gather>
 __global__ void __launch_bounds__(segment_words) move_kernel(const uint16_t* __restrict__ in, Words words,
                                                              uint64_t segments, const uint64_t* __restrict__ first,
                                                              uint16_t* __restrict__ out) {
   using Scan = cub::BlockScan<uint32_t, segment_words>;
+  constexpr int batch = 8;
   __shared__ typename Scan::TempStorage temp;
   const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1;
   for (uint64_t s = blockIdx.x; s < segments; s += gridDim.x) {
@@ -67,18 +71,29 @@ __global__ void __launch_bounds__(segment_words) move_kernel(const uint16_t* __r
     uint64_t my_first_point;
     uint32_t my_points;
     words.place(w, my_first_point, my_points);
-    for (int j = 0; j < 32; ++j) {  // the warp's words in turn
-      const uint32_t b = __shfl_sync(0xffffffffu, bits, j);
-      if (Gather && b == 0) continue;  // uniform across the warp
-      const uint64_t code = __shfl_sync(0xffffffffu, my_first_code, j) + __popc(b & below);
-      const uint64_t point = __shfl_sync(0xffffffffu, my_first_point, j) + lane;
-      const uint32_t points = __shfl_sync(0xffffffffu, my_points, j);
-      const bool has_data = b >> lane & 1u;
-      if (Gather) {
-        if (has_data) out[code] = in[point];
-      } else if (lane < points) {
-        out[point] = has_data ? in[code] : uint16_t(0);
+    for (int j0 = 0; j0 < 32; j0 += batch) {  // the warp's words, a batch at a time
+      uint64_t to[batch];
+      uint16_t value[batch];
+      bool store[batch];
+#pragma unroll
+      for (int u = 0; u < batch; ++u) {
+        const int j = j0 + u;
+        const uint32_t b = __shfl_sync(0xffffffffu, bits, j);
+        const uint64_t code = __shfl_sync(0xffffffffu, my_first_code, j) + __popc(b & below);
+        const uint64_t point = __shfl_sync(0xffffffffu, my_first_point, j) + lane;
+        const uint32_t points = __shfl_sync(0xffffffffu, my_points, j);
+        const bool has_data = b >> lane & 1u;
+        if (Gather) {
+          store[u] = has_data, to[u] = code;
+          value[u] = has_data ? in[point] : uint16_t(0);
+        } else {
+          store[u] = lane < points, to[u] = point;
+          value[u] = has_data ? in[code] : uint16_t(0);
+        }
       }
+#pragma unroll
+      for (int u = 0; u < batch; ++u)
+        if (store[u]) out[to[u]] = value[u];
     }
     __syncthreads();  // the scan's storage is reused by the next segment
   }
