@@ -503,6 +503,14 @@ TEST(MissingValues, GpuGathersAndScattersCodesAsTheCpu) {
               count);
     std::vector<uint8_t> got = testing::bytes_of(gathered);
     EXPECT_EQ(0, std::memcmp(got.data(), data.data(), 2 * count));
+    // The gather that leaves its count in device memory (encode_cuda's): the same codes and count.
+    Buffer device_count = Buffer::device(sizeof(uint64_t), nullptr), again = Buffer::device(2 * n, nullptr);
+    lorenzo::gather_data_codes_cuda(c.as<uint16_t>(), bits.as<uint32_t>(), d, again.as<uint16_t>(),
+                                    device_count.as<uint64_t>(), nullptr);
+    uint64_t counted = ~uint64_t(0);
+    std::memcpy(&counted, testing::bytes_of(device_count).data(), sizeof counted);
+    EXPECT_EQ(counted, count);
+    EXPECT_EQ(0, std::memcmp(testing::bytes_of(again).data(), data.data(), 2 * count));
     lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count, bits.as<uint32_t>(), d,
                                      scattered.as<uint16_t>(), nullptr);
     EXPECT_EQ(testing::bytes_of(scattered), testing::bytes_of(Buffer::view(codes.data(), 2 * n, Location::host)));
