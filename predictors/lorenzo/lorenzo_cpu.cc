@@ -42,10 +42,6 @@ struct Outliers {
 
 constexpr uint32_t max_tile_volume = 2048;
 
-bool inside_tile(const TileShape& s, const TileBox& b, uint32_t l) {
-  return l % s.x < b.ex && (l / s.x) % s.y < b.ey && l / (s.x * s.y) < b.ez;
-}
-
 // The Lorenzo prediction of tile point (x, y, z) from its lower neighbours in `q` (0 outside
 // the tile), in wrapping 32-bit arithmetic; 1D and 2D tiles have no y or z neighbours.
 int32_t prediction(const TileShape& s, const int32_t* q, uint32_t x, uint32_t y, uint32_t z) {
@@ -69,11 +65,11 @@ void predict_missing(const TileShape& s, const TileBox& b, const uint8_t* symbol
       }
 }
 
-// The tile's mask runs, in key order (see mask.hh; points outside the field have symbol 0).
-void append_runs(const TileShape& s, const TileBox& b, const uint8_t* symbols, std::vector<uint16_t>& runs) {
+// The tile's mask runs, in key order (see mask.hh). `symbols` holds every key's, 0 at the keys
+// outside the field.
+void append_runs(const TileShape& s, const uint8_t* symbols, std::vector<uint16_t>& runs) {
   const uint32_t slice = mask_slice_keys(s.x, s.y, s.z);
-  auto symbol_at = [&](uint32_t l) -> uint32_t { return inside_tile(s, b, l) ? symbols[l] : 0; };
-  auto difference_at = [&](uint32_t l) { return mask_difference(symbol_at(l), slice && l >= slice ? symbol_at(l - slice) : 0); };
+  auto difference_at = [&](uint32_t l) { return mask_difference(symbols[l], slice && l >= slice ? symbols[l - slice] : 0u); };
   uint32_t start = 0, difference = difference_at(0);
   for (uint32_t l = 1; l <= s.volume(); ++l) {
     const uint32_t next = l < s.volume() ? difference_at(l) : 0;
@@ -112,12 +108,18 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
           out.exact_values.push_back(value);
         }
       }
+  bool all_missing = false;  // every key inside the field and missing: no q, no codes
   if (!missing.empty()) {
-    predict_missing(s, b, symbols, q);
+    const auto missing_keys = uint32_t(std::count_if(symbols, symbols + s.volume(), [](uint8_t m) { return m != 0; }));
+    all_missing = missing_keys == s.volume();
+    // A missing point's q is its prediction from the q before it; with no point of data
+    // among them every one is 0 (left unset: nothing reads them).
+    if (missing_keys > 0 && !all_missing) predict_missing(s, b, symbols, q);
     const size_t before = out.mask_runs.size();
-    append_runs(s, b, symbols, out.mask_runs);
+    append_runs(s, symbols, out.mask_runs);
     out.tile_runs.push_back(uint32_t(out.mask_runs.size() - before));
   }
+  if (all_missing) return;  // the codes of missing points are never read (gather_data_codes_cpu)
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
@@ -224,11 +226,31 @@ void expand_tile_mask(const MaskView& mask, const TileGrid& g, uint64_t tile, ui
 }
 
 // `symbols`: each point's mask symbol in field order (mask_symbols), null without fill values.
+// Writes the fill values of a whole tile whose points are all missing and returns true (such a
+// tile has nothing to decode: no codes, no outliers); false otherwise.
+template <typename T>
+bool fill_missing_tile(const uint8_t* symbols, const MissingValues& missing, const TileGrid& g, const TileBox& b,
+                       T* field) {
+  if (uint64_t(b.ex) * b.ey * b.ez != g.tile.volume()) return false;
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y) {
+      const uint64_t row = b.x0 + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z));
+      if (std::find(symbols + row, symbols + row + b.ex, uint8_t(0)) != symbols + row + b.ex) return false;
+    }
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y) {
+      const uint64_t row = b.x0 + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z));
+      for (uint32_t x = 0; x < b.ex; ++x) field[row + x] = missing.value_of<T>(symbols[row + x]);
+    }
+  return true;
+}
+
 template <typename T>
 void decode_tile(const uint16_t* codes, const OutlierView& o, const uint8_t* symbols, const MissingValues& missing,
                  const TileGrid& g, uint64_t tile, const Quantization& quant, T* field) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
+  if (symbols && fill_missing_tile(symbols, missing, g, b, field)) return;
   const uint64_t key0 = tile * s.volume(), key1 = key0 + s.volume();
   int32_t q[max_tile_volume];
   for (uint32_t z = 0; z < b.ez; ++z)
