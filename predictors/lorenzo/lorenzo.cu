@@ -418,13 +418,16 @@ struct FillTile {
   BitsTarget bits;
   uint32_t* warp_words;
   uint8_t* symbols;
+  int32_t* plane;  // a 3D tile all data: column_deltas' buffer (shares memory with `symbols`)
   uint32_t uniform;
 };
 
 // One tile's codes; returns this thread's escape and exact counts, packed. A 3D tile keeps
-// z and x in registers (column_deltas); 1D and 2D tiles, and with `Fill` every tile with data,
-// go through the bordered shared tile. With `Fill`, a tile all missing writes no codes (and
-// needs no q), a tile all data needs no symbols, and the others keep their symbols by key in
+// z and x in registers (column_deltas); 1D and 2D tiles, and with `Fill` every tile with
+// missing points and data, go through the bordered shared tile. With `Fill`, a tile all
+// missing writes no codes (and needs no q), a tile all data needs no symbols (in 3D it takes
+// the register path, with a plane buffer of its own so that the bordered tile's zero border
+// stays for the next tile of both kinds), and the others keep their symbols by key in
 // `fill.symbols` (0 outside the field) and give their missing points q (settle_missing).
 template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
@@ -443,17 +446,27 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
       fill.uniform = symbol;
       return 0;
     }
-#pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k) q[strip.cell(k)] = delta[k];
-    if (all_data(presence)) {  // sea: all symbol 0
-      fill.uniform = 0;
-      __syncthreads();
-    } else {
-      fill.uniform = no_uniform_symbol;
-      settle_missing(strip, p, symbols, presence, q, fill.symbols);
+    bool in_registers = false;
+    if constexpr (TZ > 1) {
+      if (all_data(presence)) {  // sea, 3D: as without fill values
+        fill.uniform = 0;
+        column_deltas(delta, strip, fill.plane);
+        in_registers = true;
+      }
     }
+    if (!in_registers) {
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
+      for (int k = 0; k < strip.per_thread; ++k) q[strip.cell(k)] = delta[k];
+      if (all_data(presence)) {  // sea: all symbol 0
+        fill.uniform = 0;
+        __syncthreads();
+      } else {
+        fill.uniform = no_uniform_symbol;
+        settle_missing(strip, p, symbols, presence, q, fill.symbols);
+      }
+#pragma unroll
+      for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
+    }
   } else if constexpr (TZ > 1) {
     exacts = prequantize_strip<Whole, Fill>(field, strip, c, missing, delta, symbols);
     column_deltas(delta, strip, q);
@@ -479,7 +492,7 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
 // The mask runs of a tile all of one symbol, known without a scan (the same runs the general
 // path finds). Thread 0 calls it.
 template <int TX, int TY, int TZ>
-__device__ void write_uniform_runs(uint32_t symbol, uint16_t* slot, uint32_t* runs, unsigned long long* run_total) {
+__device__ void write_uniform_runs(uint32_t symbol, uint16_t* slot, uint32_t* runs) {
   constexpr uint32_t volume = TX * TY * TZ, slice = mask_slice_keys(TX, TY, TZ);
   uint32_t total = 1;
   if (symbol == 0) {
@@ -492,7 +505,6 @@ __device__ void write_uniform_runs(uint32_t symbol, uint16_t* slot, uint32_t* ru
     slot[0] = mask_run(volume, symbol + 1);
   }
   *runs = total;
-  atomicAdd(run_total, static_cast<unsigned long long>(total));
 }
 
 // The tile's mask runs from its symbols in shared memory (complete since settle_missing):
@@ -500,7 +512,7 @@ __device__ void write_uniform_runs(uint32_t symbol, uint16_t* slot, uint32_t* ru
 // go to the tile's scratch slot, their count to `runs`. The whole block calls it.
 template <int TX, int TY, int TZ, typename Scan>
 __device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_starts, typename Scan::TempStorage& storage,
-                                uint16_t* slot, uint32_t* runs, unsigned long long* run_total) {
+                                uint16_t* slot, uint32_t* runs) {
   constexpr uint32_t volume = TX * TY * TZ, per = volume / block_threads, slice = mask_slice_keys(TX, TY, TZ);
   const uint32_t first = threadIdx.x * per;
   auto difference = [&](uint32_t l) {
@@ -525,10 +537,7 @@ __device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_start
     const uint32_t begin = run_starts[r], end = r + 1 < total ? run_starts[r + 1] : volume;
     slot[r] = mask_run(end - begin, difference(begin));
   }
-  if (threadIdx.x == 0) {
-    *runs = total;
-    atomicAdd(run_total, static_cast<unsigned long long>(total));
-  }
+  if (threadIdx.x == 0) *runs = total;
   __syncthreads();  // the next tile writes the symbols and starts again
 }
 
@@ -552,10 +561,17 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
   using H = Halo<TX, TY, TZ>;
   constexpr uint32_t volume = TX * TY * TZ;
   using Scan = cub::BlockScan<uint32_t, block_threads>;
+  // A tile of both kinds uses the symbols, the run starts and the scan; a 3D tile all data the
+  // plane alone (each kind's last reads come before the barrier a tile ends with).
   struct MaskShared {
-    uint8_t symbols[volume];
-    uint16_t run_starts[volume];
-    typename Scan::TempStorage scan;
+    union {
+      struct {
+        uint8_t symbols[volume];
+        uint16_t run_starts[volume];
+        typename Scan::TempStorage scan;
+      } mixed;
+      int32_t plane[volume];
+    };
     uint32_t warp_words[block_threads / 32];
   };
   __shared__ int32_t q[H::size];
@@ -563,18 +579,19 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
   __shared__ std::conditional_t<Fill, MaskShared, char> mask_shared;
   H::clear(q);
   for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
-    FillTile fill{mask.bits, nullptr, nullptr, no_uniform_symbol};
-    if constexpr (Fill) fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.symbols;
+    FillTile fill{mask.bits, nullptr, nullptr, nullptr, no_uniform_symbol};
+    if constexpr (Fill)
+      fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.mixed.symbols, fill.plane = mask_shared.plane;
     // Interior tiles (most of a large field) skip every per-point bounds test.
     const uint32_t counts = p.whole() ? encode_tile<true, Fill>(field, g, p, c, missing, codes, q, fill)
                                       : encode_tile<false, Fill>(field, g, p, c, missing, codes, q, fill);
     if constexpr (Fill) {
       uint16_t* slot = mask.slots + uint64_t(p.index - g.first_tile) * volume;
       if (fill.uniform != no_uniform_symbol) {  // uniform across the block
-        if (threadIdx.x == 0) write_uniform_runs<TX, TY, TZ>(fill.uniform, slot, mask.tile_runs + p.index, totals + 2);
+        if (threadIdx.x == 0) write_uniform_runs<TX, TY, TZ>(fill.uniform, slot, mask.tile_runs + p.index);
       } else {
-        write_mask_runs<TX, TY, TZ, Scan>(mask_shared.symbols, mask_shared.run_starts, mask_shared.scan, slot,
-                                          mask.tile_runs + p.index, totals + 2);
+        write_mask_runs<TX, TY, TZ, Scan>(mask_shared.mixed.symbols, mask_shared.mixed.run_starts, mask_shared.mixed.scan, slot,
+                                          mask.tile_runs + p.index);
       }
     }
     // Both counts in one sum (see pack_counts); warp sums meet in shared memory at the
@@ -974,10 +991,16 @@ __global__ void write_counts_kernel(uint64_t* stream, uint64_t escapes, uint64_t
 }
 
 // Marks the tiles that take a repeat run (mask.hh): more than one run, and the runs of the
-// tile `stride` before. A warp per tile; the runs saved come off the total.
-__global__ void find_mask_repeats_kernel(const uint16_t* slots, const uint32_t* tile_runs, uint64_t tiles,
-                                         uint64_t stride, uint32_t volume, uint32_t* repeats,
-                                         unsigned long long* run_total) {
+// tile `stride` before. A warp per tile. The stream's run total (a repeat counts one) is added
+// up here, an atomic a block: the encode adding each tile's runs to one address was an atomic
+// a tile.
+__global__ void __launch_bounds__(256) find_mask_repeats_kernel(const uint16_t* slots, const uint32_t* tile_runs,
+                                                                uint64_t tiles, uint64_t stride, uint32_t volume,
+                                                                uint32_t* repeats, unsigned long long* run_total) {
+  __shared__ unsigned long long block_total;
+  if (threadIdx.x == 0) block_total = 0;
+  __syncthreads();
+  unsigned long long stored = 0;  // lane 0's tiles' runs in the stream
   const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32;
   for (uint64_t t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; t < tiles; t += warps) {
     const uint32_t n = tile_runs[t];  // the same for the whole warp
@@ -989,9 +1012,12 @@ __global__ void find_mask_repeats_kernel(const uint16_t* slots, const uint32_t* 
     }
     if (threadIdx.x % 32 == 0) {
       repeats[t] = same;
-      if (same) atomicAdd(run_total, ~static_cast<unsigned long long>(n - 2));  // adds -(n - 1)
+      stored += same ? 1 : n;
     }
   }
+  if (threadIdx.x % 32 == 0 && stored) atomicAdd(&block_total, stored);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_total) atomicAdd(run_total, block_total);
 }
 
 // A tile's runs in the stream: one for a repeat.
