@@ -5,10 +5,14 @@ resolves to. Prints one row per field and bound, one column per config.
 
   python3 scripts/compare-sz3.py [--fzg build/fzg] [--rel 1e-2,1e-3,1e-4]
                                  [--configs configs/fz.json,configs/ratio.json]
-                                 [--speed [--repeat 5]]
-                                 FIELD.f32:DIMS [...]        (DIMS fastest first, e.g. 49x37x240)
+                                 [--speed [--repeat 5]] [--all]
+                                 FIELD.f32:DIMS[:FILL] [...]  (DIMS fastest first, e.g. 49x37x240)
 
-With no fields, the real fields of ../shared/datasets that have no fill values. With --speed,
+A field with a fill value (FILL: a number or nan) is compared as issue #19 asks: the bound is
+rel x the range of the points that are not the fill value, fzg is told the fill value
+(--fill), and SZ3 gets the field as it is (it has no notion of missing points). With no
+fields, the real fields of ../shared/datasets that have no fill values; with --all, the ones
+with fill values too (from datasets.json). With --speed,
 each cell also gives compress / decompress MB/s of f32 input on one CPU core (OMP_NUM_THREADS=1
 for fzg's and SZ3's processes alike; fzg's from `fzg bench --device cpu`, the library call
 alone; SZ3's around pysz's compress and decompress calls; median of --repeat).
@@ -58,10 +62,11 @@ def fzg_speed(fzg, path, dims, rel, config, repeat):
     return row["kernel_compress_gbps"] * 1e3, row["kernel_decompress_gbps"] * 1e3
 
 
-def fzg_ratio(fzg, path, dims, rel, config):
+def fzg_ratio(fzg, path, dims, rel, config, fill=None):
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run([fzg, "compress", "-i", path, "-t", "f32", "-l", dims, "-m", "rel", "-e", rel, "-c", config,
-                              "-o", os.path.join(tmp, "f.fzg")], capture_output=True, text=True)
+                              "-o", os.path.join(tmp, "f.fzg")] + ([] if fill is None else ["--fill", fill]),
+                             capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit("compare-sz3.py: fzg failed on %s: %s" % (path, out.stderr.strip()))
     return float(re.search(r"ratio ([0-9.]+)", out.stdout + out.stderr).group(1))
@@ -75,6 +80,7 @@ def main():
     parser.add_argument("--configs", default="configs/fz.json,configs/cusz.json,configs/ratio.json")
     parser.add_argument("--speed", action="store_true", help="also MB/s on one CPU core, compress / decompress")
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per cell with --speed (median)")
+    parser.add_argument("--all", action="store_true", help="with no fields: the fields with fill values too")
     parser.add_argument("fields", nargs="*")
     args = parser.parse_args()
     if args.speed and os.environ.get("OMP_NUM_THREADS") != "1":
@@ -83,9 +89,15 @@ def main():
     fields = args.fields
     if not fields:
         shared = os.path.join(here, "..", "..", "shared", "datasets")
-        fields = [os.path.join(shared, f + ".f32:" + d) for f, d in
-                  [("airtemp-a1b_49x37x240", "49x37x240"), ("theta-hybrid_100x100x15", "100x100x15"),
-                   ("uwnd-ncep_144x73x12", "144x73x12")]]
+        listing = os.path.join(shared, "datasets.json")
+        for entry in json.load(open(listing)) if os.path.isfile(listing) else []:
+            if entry.get("dtype") != "f32":  # the text corpus
+                continue
+            dims = "x".join(str(d) for d in entry["dims_fastest_first"] if d > 1)
+            fill = entry.get("fill_value")
+            if fill is None or args.all:
+                fields.append(os.path.join(shared, entry["file"]) + ":" + dims +
+                              ("" if fill is None else ":" + repr(float(fill))))
     configs = args.configs.split(",")
     names = [os.path.basename(c)[:-5] for c in configs]
     print("%-28s %-6s %7s " % ("field", "rel", "SZ3") + " ".join("%16s" % n for n in names) + "   (ratio, x SZ3)")
@@ -93,13 +105,19 @@ def main():
         print("%-35s %16s " % ("", "SZ3 MB/s c / d") + " ".join("%16s" % (n + " c / d") for n in names) +
               "   (one core)")
     for spec in fields:
-        path, dims = spec.rsplit(":", 1)
+        parts = spec.split(":")
+        if len(parts) < 2 or len(parts) > 3:
+            sys.exit("compare-sz3.py: a field is FIELD.f32:DIMS[:FILL], not " + spec)
+        path, dims, fill = parts[0], parts[1], parts[2] if len(parts) == 3 else None
         shape = [int(v) for v in dims.split("x")]
         values = np.fromfile(path, dtype=np.float32).reshape(list(reversed(shape)))
-        finite = values[np.isfinite(values)]
+        valid = np.isfinite(values)
+        if fill is not None:  # a fill value is missing, bit for bit in f32 (nan: every NaN here)
+            valid &= ~np.isnan(values) if fill.lower() == "nan" else values != np.float32(float(fill))
+        finite = values[valid]
         for rel in args.rel.split(","):
             sz3 = sz3_ratio(values, float(rel) * float(finite.max() - finite.min()))
-            cells = [fzg_ratio(args.fzg, path, dims, rel, c) for c in configs]
+            cells = [fzg_ratio(args.fzg, path, dims, rel, c, fill) for c in configs]
             print("%-28s %-6s %7.2f " % (os.path.basename(path)[:28], rel, sz3) +
                   " ".join("%9.2f (%.2f)" % (r, r / sz3) for r in cells))
             if args.speed:
