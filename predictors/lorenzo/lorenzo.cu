@@ -570,7 +570,7 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
         uint16_t run_starts[volume];
         typename Scan::TempStorage scan;
       } mixed;
-      int32_t plane[volume];
+      int32_t plane[TZ > 1 ? volume : 1];  // 1D and 2D tiles never take the register path
     };
     uint32_t warp_words[block_threads / 32];
   };
