@@ -20,15 +20,17 @@
 // value).
 // With fill values (the `Fill` instantiations), a tile first finds which symbols it holds (one
 // barrier): a tile all of one fill value (inland) writes no code and its known mask runs; a
-// tile all data goes through the bordered shared tile; in a tile with both kinds of point the
-// warps give each missing point its own prediction as q (predict_missing, mask.hh's rule, one
-// anti-diagonal of rows at a time in 3D) before the deltas, and its mask runs are found by a
-// block scan over the symbols in shared memory. Runs go to a scratch slot per tile, which a
-// compaction kernel packs into the mask stream once the host knows the total (read back with
-// the outlier totals: no extra synchronization). Every warp also writes its points' data bits
-// (a ballot: lorenzo.hh's DataBits), by which the codes of the points with data are gathered
-// (code_order.cu); before a decode they are scattered back (0 at missing points, bits from the
-// mask), and the decode writes the fill values of its tile's runs after the exact values.
+// tile all data is coded as without fill values (in 1D and 2D through the bordered shared
+// tile); in a tile with both kinds of point the warps give each missing point its own
+// prediction as q (predict_missing, mask.hh's rule, one anti-diagonal of rows at a time in 3D)
+// before the deltas, and its mask runs are found by a block scan over the symbols in shared
+// memory. Runs go to a scratch slot per tile, which a compaction kernel packs into the mask
+// stream once the host knows the total (added up by the repeats kernel and read back with the
+// outlier totals: no extra synchronization). Every warp also writes its points' data bits (a
+// ballot: lorenzo.hh's DataBits), by which the codes of the points with data are gathered
+// (code_order.cu, queued before that read-back, whose fourth total is their count); before a
+// decode they are scattered back (0 at missing points, bits from the mask), and the decode
+// writes the fill values of its tile's runs after the exact values.
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
 
