@@ -225,7 +225,6 @@ void expand_tile_mask(const MaskView& mask, const TileGrid& g, uint64_t tile, ui
   }
 }
 
-// `symbols`: each point's mask symbol in field order (mask_symbols), null without fill values.
 // Writes the fill values of a whole tile whose points are all missing and returns true (such a
 // tile has nothing to decode: no codes, no outliers); false otherwise.
 template <typename T>
@@ -245,6 +244,7 @@ bool fill_missing_tile(const uint8_t* symbols, const MissingValues& missing, con
   return true;
 }
 
+// `symbols`: each point's mask symbol in field order (mask_symbols), null without fill values.
 template <typename T>
 void decode_tile(const uint16_t* codes, const OutlierView& o, const uint8_t* symbols, const MissingValues& missing,
                  const TileGrid& g, uint64_t tile, const Quantization& quant, T* field) {
