@@ -10,8 +10,9 @@ points left out; headers, codebooks and outliers aside.
 
 With no fields, the real fields of ../shared/datasets (with their fill values). Columns, in
 bits a value: the entropy, an (unlimited-length) Huffman code, the Huffman code of the codes
-with every run of two or more zero codes replaced by power-of-two run symbols, and the share
-of zero codes."""
+with every run of two or more zero codes replaced by power-of-two run symbols, an estimate of
+an interleaved rANS code with its table and lane states (rans_bits), and the share of zero
+codes."""
 import argparse
 import heapq
 import importlib.util
@@ -46,6 +47,20 @@ def huffman_bits(symbols):
         heapq.heappush(heap, (a[0] + b[0], next_id))
         next_id += 1
     return float(total)
+
+
+def rans_bits(codes, precision=14, chunk_symbols=32768, lanes=32, entry_bits=32):
+    """An estimate of an interleaved rANS code (DietGPU's layout): each symbol costs
+    -log2(f / 2^precision) with its count scaled to f (at least 1, summing to 2^precision), a
+    table of `entry_bits` an entry, and each chunk of `chunk_symbols` its lanes' 32-bit final
+    states."""
+    _, index, counts = np.unique(codes, return_inverse=True, return_counts=True)
+    scaled = np.maximum(1, np.floor(counts * 2.0 ** precision / counts.sum())).astype(np.int64)
+    scaled[np.argmax(scaled)] += 2 ** precision - scaled.sum()
+    if scaled.min() < 1:  # more symbols than the precision holds: no such code
+        return float("inf")
+    chunks = (len(codes) + chunk_symbols - 1) // chunk_symbols
+    return float(-np.log2(scaled[index] / 2.0 ** precision).sum()) + len(counts) * entry_bits + chunks * lanes * 32
 
 
 def zero_runs(codes):
@@ -101,13 +116,15 @@ def main():
         fields = [(path, dims, fills) for path, dims, fills in tel_fields()]
     if not fields:
         sys.exit("coder-floor.py: no fields (name FIELD:DIMS, or keep ../shared/datasets beside the repository)")
-    print(f"{'field':30} {'rel':>6} {'entropy':>8} {'huffman':>8} {'zero-run':>9} {'zeros':>6}   (bits a value)")
+    print(f"{'field':30} {'rel':>6} {'entropy':>8} {'huffman':>8} {'zero-run':>9} {'rANS':>6} {'zeros':>6}"
+          "   (bits a value)")
     for path, dims, fills in fields:
         for rel in (float(r) for r in args.rel.split(",")):
             codes = codes_of(path, dims, rel, fills)
             n = len(codes)
             print(f"{os.path.basename(path)[:30]:30} {rel:>6.0e} {entropy_bits(codes) / n:8.3f} "
-                  f"{huffman_bits(codes) / n:8.3f} {huffman_bits(zero_runs(codes)) / n:9.3f} {np.mean(codes == 0):6.2f}")
+                  f"{huffman_bits(codes) / n:8.3f} {huffman_bits(zero_runs(codes)) / n:9.3f} {rans_bits(codes) / n:6.3f}"
+                  f" {np.mean(codes == 0):6.2f}")
 
 
 def tel_fields():
