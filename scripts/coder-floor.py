@@ -22,6 +22,8 @@ import sys
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+from shared_datasets import shared_fields  # noqa: E402
 spec = importlib.util.spec_from_file_location("tile_edge_loss", os.path.join(here, "tile-edge-loss.py"))
 tel = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tel)
@@ -113,7 +115,7 @@ def main():
     fields = [(p, [int(d) for d in dims.split("x")], [float(f) for f in args.fill or []])
               for p, _, dims in (s.rpartition(":") for s in args.fields)]
     if not fields:
-        fields = [(path, dims, fills) for path, dims, fills in tel_fields()]
+        fields = list(shared_fields())
     if not fields:
         sys.exit("coder-floor.py: no fields (name FIELD:DIMS, or keep ../shared/datasets beside the repository)")
     print(f"{'field':30} {'rel':>6} {'entropy':>8} {'huffman':>8} {'zero-run':>9} {'rANS':>6} {'zeros':>6}"
@@ -126,16 +128,6 @@ def main():
                   f"{huffman_bits(codes) / n:8.3f} {huffman_bits(zero_runs(codes)) / n:9.3f} {rans_bits(codes) / n:6.3f}"
                   f" {np.mean(codes == 0):6.2f}")
 
-
-def tel_fields():
-    import json
-    datasets = os.path.join(here, "..", "..", "shared", "datasets")
-    listing = os.path.join(datasets, "datasets.json")
-    for entry in json.load(open(listing)) if os.path.isfile(listing) else []:
-        dims = [d for d in entry.get("dims_fastest_first", []) if d > 1]
-        if dims and entry.get("dtype") == "f32":
-            fill = entry.get("fill_value")
-            yield os.path.join(datasets, entry["file"]), dims, [] if fill is None else [float(fill)]
 
 
 if __name__ == "__main__":

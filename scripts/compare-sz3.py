@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers import sz3  # noqa: E402
+from shared_datasets import shared_fields  # noqa: E402
 
 
 def sz3_ratio(values, abs_bound):
@@ -88,16 +89,8 @@ def main():
         os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, OMP_NUM_THREADS="1"))
     fields = args.fields
     if not fields:
-        shared = os.path.join(here, "..", "..", "shared", "datasets")
-        listing = os.path.join(shared, "datasets.json")
-        for entry in json.load(open(listing)) if os.path.isfile(listing) else []:
-            if entry.get("dtype") != "f32":  # the text corpus
-                continue
-            dims = "x".join(str(d) for d in entry["dims_fastest_first"] if d > 1)
-            fill = entry.get("fill_value")
-            if fill is None or args.all:
-                fields.append(os.path.join(shared, entry["file"]) + ":" + dims +
-                              ("" if fill is None else ":" + repr(float(fill))))
+        fields = [path + ":" + "x".join(map(str, dims)) + "".join(":" + repr(f) for f in fills)
+                  for path, dims, fills in shared_fields() if not fills or args.all]
     configs = args.configs.split(",")
     names = [os.path.basename(c)[:-5] for c in configs]
     print("%-28s %-6s %7s " % ("field", "rel", "SZ3") + " ".join("%16s" % n for n in names) + "   (ratio, x SZ3)")

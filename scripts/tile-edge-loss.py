@@ -16,11 +16,13 @@ entropy of the whole-field codes (bytes), then each tile shape's excess over it 
 where the field has fill values, the share of the tiled codes' entropy spent on fill points
 (their codes are the centre code, which costs at least a bit in a Huffman code)."""
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shared_datasets import shared_fields  # noqa: E402
 
 TILES = {1: [(2048,)], 2: [(32, 32), (64, 64)], 3: [(32, 8, 8), (32, 16, 16), (64, 16, 16)]}
 
@@ -90,7 +92,6 @@ def measure(path, dims, rels, fills, dtype):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fields", nargs="*", help="FIELD:DIMS, dims fastest first")
     parser.add_argument("--rel", default="1e-2,1e-3,1e-4")
@@ -104,14 +105,7 @@ def main():
         path, _, dims = spec.rpartition(":")
         fields.append((path, [int(d) for d in dims.split("x")], [float(f) for f in args.fill or []]))
     if not fields:
-        datasets = os.path.join(here, "..", "..", "shared", "datasets")
-        listing = os.path.join(datasets, "datasets.json")
-        for entry in json.load(open(listing)) if os.path.isfile(listing) else []:
-            dims = [d for d in entry.get("dims_fastest_first", []) if d > 1]
-            if not dims or entry.get("dtype") != "f32":
-                continue
-            fill = entry.get("fill_value")
-            fields.append((os.path.join(datasets, entry["file"]), dims, [] if fill is None else [float(fill)]))
+        fields = list(shared_fields())
     if not fields:
         sys.exit("tile-edge-loss.py: no fields (name FIELD:DIMS, or keep ../shared/datasets beside the repository)")
     print(f"{'field':30} {'rel':>6} {'whole B':>9}  tiles: excess over whole-field (fill points' share)")
