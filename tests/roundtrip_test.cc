@@ -31,6 +31,27 @@ TEST_P(RoundTrip, BoundHoldsAtEveryPointOnTheCpu) {
   EXPECT_EQ(violations, 0u) << "bound " << bound;
 }
 
+// The same promise with prediction across the whole chunk (lorenzo "span": "chunk").
+TEST_P(RoundTrip, ChunkSpanBoundHoldsAtEveryPointOnTheCpu) {
+  const RoundTripCase& c = GetParam();
+  const Graph graph = testing::chunk_span_fz();
+  const Buffer field_bytes = testing::case_field(c);
+  const FieldRef field{field_bytes.data(), Location::host, c.dtype, Dims::make(c.dims)};
+  CompressOptions options;
+  options.bound = c.bound;
+  const Buffer file = compress(graph, field, options);
+  EXPECT_LE(file.size(), max_compressed_size(graph, c.dtype, field.dims, c.bound.mode));
+  const Decompressed out = decompress(file, {});
+  ASSERT_EQ(out.data.size(), field_bytes.size());
+  const double bound = out.header.quant.error_bound;
+  const uint64_t n = field.dims.count();
+  const uint64_t violations =
+      c.dtype == DType::f32
+          ? testing::count_violations(field_bytes.as<float>(), out.data.as<float>(), n, bound)
+          : testing::count_violations(field_bytes.as<double>(), out.data.as<double>(), n, bound);
+  EXPECT_EQ(violations, 0u) << "bound " << bound;
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, RoundTrip, ::testing::ValuesIn(testing::round_trip_cases()),
                          [](const auto& info) { return info.param.name; });
 

@@ -338,6 +338,14 @@ inline void expect_concurrent_calls_match_sequential(Device device) {
 }
 
 // The field bytes of a case.
+// The default graph with prediction across the whole chunk (lorenzo "span": "chunk").
+inline Graph chunk_span_fz() {
+  nlohmann::json config = Graph::default_fz().to_json();
+  for (auto& stage : config["stages"])
+    if (stage["type"] == "lorenzo") stage["params"]["span"] = "chunk";
+  return Graph::from_json(config);
+}
+
 inline Buffer case_field(const RoundTripCase& c) {
   Dims d = Dims::make(c.dims);
   return c.dtype == DType::f32 ? host_buffer(make_values<float>(c.hazard, d.count()))
