@@ -337,7 +337,6 @@ inline void expect_concurrent_calls_match_sequential(Device device) {
   for (size_t i = 0; i < work.size(); ++i) EXPECT_EQ(failures[i], "") << "thread " << i << " (" << to_string(hazards[i]) << ")";
 }
 
-// The field bytes of a case.
 // The default graph with prediction across the whole chunk (lorenzo "span": "chunk").
 inline Graph chunk_span_fz() {
   nlohmann::json config = Graph::default_fz().to_json();
@@ -346,6 +345,7 @@ inline Graph chunk_span_fz() {
   return Graph::from_json(config);
 }
 
+// The field bytes of a case.
 inline Buffer case_field(const RoundTripCase& c) {
   Dims d = Dims::make(c.dims);
   return c.dtype == DType::f32 ? host_buffer(make_values<float>(c.hazard, d.count()))

@@ -57,7 +57,6 @@ struct Grid {
   uint64_t nx, ny, nz, tiles_x, tiles_y, tile_count;
   uint32_t first_tile, end_tile;
   uint64_t codes_first, field_first;
-  bool whole = false;  // span "chunk": neighbours across tile borders (the field is one chunk)
 };
 
 // A tile's escape and exact counts in one word (a tile has at most 2048 of each), so that one
@@ -454,7 +453,8 @@ struct FillTile {
 // the register path, with a plane buffer of its own so that the bordered tile's zero border
 // stays for the next tile of both kinds), and the others keep their symbols by key in
 // `fill.symbols` (0 outside the field) and give their missing points q (settle_missing).
-template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
+// `Across` (span "chunk", never with `Fill`): the bordered tile's border from the neighbours.
+template <bool Whole, bool Fill, bool Across, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
                                                 const QuantConstants& c, const MissingValues& missing, uint16_t* codes,
                                                 int32_t* q, FillTile& fill) {
@@ -492,7 +492,7 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
 #pragma unroll
       for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
     }
-  } else if (g.whole) {  // span "chunk" (never with fill values): the bordered tile, its border from the neighbours
+  } else if constexpr (Across) {
     exacts = load_tile<Whole, Fill>(field, g, p, c, missing, q, symbols);
     load_border(field, g, p, c, q);
     __syncthreads();
@@ -582,7 +582,7 @@ struct MaskScratch {
 // totals: escapes, exacts, mask runs. Five blocks an SM (at most 48 registers, no spills):
 // the kernel waits on memory, and the 3D register path's 66 registers left three, 37 % of the
 // threads an SM holds (100 M values, rel 1e-3, H100: 451 -> 499-506 GB/s compress).
-template <typename T, int TX, int TY, int TZ, bool Fill>
+template <typename T, int TX, int TY, int TZ, bool Fill, bool Across = false>
 __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __restrict__ field, Grid g,
                                                                QuantConstants c, MissingValues missing,
                                                                uint16_t* __restrict__ codes,
@@ -614,8 +614,8 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
     if constexpr (Fill)
       fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.mixed.symbols, fill.plane = mask_shared.plane;
     // Interior tiles (most of a large field) skip every per-point bounds test.
-    const uint32_t counts = p.whole() ? encode_tile<true, Fill>(field, g, p, c, missing, codes, q, fill)
-                                      : encode_tile<false, Fill>(field, g, p, c, missing, codes, q, fill);
+    const uint32_t counts = p.whole() ? encode_tile<true, Fill, Across>(field, g, p, c, missing, codes, q, fill)
+                                      : encode_tile<false, Fill, Across>(field, g, p, c, missing, codes, q, fill);
     if constexpr (Fill) {
       uint16_t* slot = mask.slots + uint64_t(p.index - g.first_tile) * volume;
       if (fill.uniform != no_uniform_symbol) {  // uniform across the block
@@ -654,7 +654,7 @@ struct OutlierTargets {
   T* exact_values;
 };
 
-template <typename T, int TX, int TY, int TZ, bool Fill>
+template <typename T, int TX, int TY, int TZ, bool Fill, bool Across = false>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     const T* __restrict__ field, Grid g, QuantConstants c, MissingValues missing, const uint32_t* __restrict__ tile_counts,
     const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out) {
@@ -669,7 +669,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     if (tile_counts[p.index] == 0) return;  // uniform across the block
     uint32_t symbols;
     load_tile<false, Fill>(field, g, p, c, missing, q, symbols);
-    if (g.whole) load_border(field, g, p, c, q);
+    if constexpr (Across) load_border(field, g, p, c, q);
     if constexpr (Fill) {  // the missing points' q as the encode gave them
       const Strip<TX, TY, TZ> strip(g, p);
       settle_missing(strip, p, symbols, tile_presence<false>(strip, symbols, warp_words), q, tile_symbols);
@@ -1054,6 +1054,13 @@ __global__ void whole_scan_x_kernel(int32_t* q, uint64_t nx, uint64_t rows) {
   }
 }
 
+// The deltas as u32 terms of the shared scan (one row: a 1D chunk), 0 at n.
+struct DeltaTerms {
+  const int32_t* q;
+  uint64_t n;
+  __device__ uint32_t operator()(uint64_t i) const { return i < n ? uint32_t(q[i]) : 0u; }
+};
+
 // Along a slower axis: a thread per line of `lines` (adjacent threads, adjacent points), each
 // walking `length` steps of `step` points; `lines_per_plane` lines share a plane of `plane` points.
 __global__ void whole_scan_lines_kernel(int32_t* q, uint64_t lines, uint64_t lines_per_plane, uint64_t plane,
@@ -1310,8 +1317,7 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
                                 uint64_t window_first) {
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
-  Grid g = rows_grid(grid_, first_row, end_row, window_first);
-  g.whole = whole_;
+  const Grid g = rows_grid(grid_, first_row, end_row, window_first);
   MaskScratch scratch{nullptr, nullptr, {nullptr, DataBits(grid_.dims)}};
   if (!missing_.empty())
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
@@ -1319,7 +1325,10 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
-    if (missing_.empty())
+    if (whole_)
+      launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false, true>, g, stream_, static_cast<const T*>(field_), g,
+                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
+    else if (missing_.empty())
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
                       constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
     else
@@ -1348,9 +1357,11 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
     out.exact_keys = out.escape_keys + total.escapes;
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
-    Grid g = device_grid(grid_);
-    g.whole = whole_;
-    if (missing_.empty())
+    const Grid g = device_grid(grid_);
+    if (whole_)
+      launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false, true>, g, stream_, static_cast<const T*>(field_),
+                      g, constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
+    else if (missing_.empty())
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
                       constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
     else
@@ -1477,7 +1488,13 @@ void DeviceDecoder::decode_whole(const uint16_t* codes, void* field) const {
     if (view_.counts.escapes)
       whole_escapes_kernel<S::x, S::y, S::z><<<grid_for(view_.counts.escapes, 256), 256, 0, stream_>>>(
           view_.escape_keys, view_.escape_deltas, view_.counts.escapes, g, at);
-    whole_scan_x_kernel<<<grid_for(ny * nz * 32, 256), 256, 0, stream_>>>(at, nx, ny * nz);
+    if (ny * nz == 1) {  // one row: the shared scan (a warp walking 2^26 values took ~1 s); q[i] = sums[i + 1]
+      Buffer sums = Buffer::device((n + 1) * sizeof(uint32_t), stream_);
+      varlen::exclusive_scan(DeltaTerms{at, n}, n, sums.as<uint32_t>(), 0u, varlen::Plus{}, stream_);
+      copy_bytes_async(at, Location::device, sums.as<uint32_t>() + 1, Location::device, n * sizeof(int32_t), stream_);
+    } else {  // a warp a row (rows of up to a few thousand points in 2D and 3D chunks)
+      whole_scan_x_kernel<<<grid_for(ny * nz * 32, 256), 256, 0, stream_>>>(at, nx, ny * nz);
+    }
     if (ny > 1)  // lines along y: one per (x, z)
       whole_scan_lines_kernel<<<grid_for(nx * nz, 256), 256, 0, stream_>>>(at, nx * nz, nx, nx * ny, ny, nx);
     if (nz > 1)  // lines along z: one per (x, y)
