@@ -20,10 +20,7 @@ namespace {
 
 class GpuMatchesCpu : public ::testing::TestWithParam<testing::RoundTripCase> {};
 
-TEST_P(GpuMatchesCpu, IdenticalFilesAndReconstructions) {
-  FZG_REQUIRE_GPU();
-  const auto& c = GetParam();
-  const Graph graph = Graph::default_fz();
+void expect_identical_files_and_reconstructions(const Graph& graph, const testing::RoundTripCase& c) {
   const Buffer field_bytes = testing::case_field(c);
   const FieldRef field{field_bytes.data(), Location::host, c.dtype, Dims::make(c.dims)};
   CompressOptions on_cpu, on_gpu;
@@ -41,6 +38,18 @@ TEST_P(GpuMatchesCpu, IdenticalFilesAndReconstructions) {
   ASSERT_EQ(a.data.size(), field_bytes.size());
   ASSERT_EQ(b.data.size(), field_bytes.size());
   EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0);
+}
+
+TEST_P(GpuMatchesCpu, IdenticalFilesAndReconstructions) {
+  FZG_REQUIRE_GPU();
+  expect_identical_files_and_reconstructions(Graph::default_fz(), GetParam());
+}
+
+// Prediction across the whole chunk: the GPU's bordered tiles read their neighbours' values,
+// and its decode sums along each axis of the field.
+TEST_P(GpuMatchesCpu, ChunkSpanIdenticalFilesAndReconstructions) {
+  FZG_REQUIRE_GPU();
+  expect_identical_files_and_reconstructions(testing::chunk_span_fz(), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GpuMatchesCpu, ::testing::ValuesIn(testing::round_trip_cases()),

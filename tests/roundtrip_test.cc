@@ -9,9 +9,7 @@ using testing::RoundTripCase;
 
 class RoundTrip : public ::testing::TestWithParam<RoundTripCase> {};
 
-TEST_P(RoundTrip, BoundHoldsAtEveryPointOnTheCpu) {
-  const RoundTripCase& c = GetParam();
-  const Graph graph = Graph::default_fz();
+void expect_bound_held_on_the_cpu(const Graph& graph, const RoundTripCase& c) {
   const Buffer field_bytes = testing::case_field(c);
   const FieldRef field{field_bytes.data(), Location::host, c.dtype, Dims::make(c.dims)};
   CompressOptions options;
@@ -29,6 +27,13 @@ TEST_P(RoundTrip, BoundHoldsAtEveryPointOnTheCpu) {
           ? testing::count_violations(field_bytes.as<float>(), out.data.as<float>(), n, bound)
           : testing::count_violations(field_bytes.as<double>(), out.data.as<double>(), n, bound);
   EXPECT_EQ(violations, 0u) << "bound " << bound;
+}
+
+TEST_P(RoundTrip, BoundHoldsAtEveryPointOnTheCpu) { expect_bound_held_on_the_cpu(Graph::default_fz(), GetParam()); }
+
+// The same promise with prediction across the whole chunk (lorenzo "span": "chunk").
+TEST_P(RoundTrip, ChunkSpanBoundHoldsAtEveryPointOnTheCpu) {
+  expect_bound_held_on_the_cpu(testing::chunk_span_fz(), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, RoundTrip, ::testing::ValuesIn(testing::round_trip_cases()),

@@ -337,6 +337,14 @@ inline void expect_concurrent_calls_match_sequential(Device device) {
   for (size_t i = 0; i < work.size(); ++i) EXPECT_EQ(failures[i], "") << "thread " << i << " (" << to_string(hazards[i]) << ")";
 }
 
+// The default graph with prediction across the whole chunk (lorenzo "span": "chunk").
+inline Graph chunk_span_fz() {
+  nlohmann::json config = Graph::default_fz().to_json();
+  for (auto& stage : config["stages"])
+    if (stage["type"] == "lorenzo") stage["params"]["span"] = "chunk";
+  return Graph::from_json(config);
+}
+
 // The field bytes of a case.
 inline Buffer case_field(const RoundTripCase& c) {
   Dims d = Dims::make(c.dims);

@@ -118,6 +118,7 @@ class LorenzoStage final : public Stage {
   explicit LorenzoStage(const nlohmann::json& params) {
     StageParams reader("lorenzo", params);
     fill_ = reader.fill_values("fill");
+    span_ = reader.choice("span", "tile", {"tile", "chunk"}) == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile;
     reader.finish();
     missing_values_of(fill_, DType::f64);  // rejects repeated values
     spec_ = {"lorenzo",
@@ -133,14 +134,18 @@ class LorenzoStage final : public Stage {
 
   // Without fill values the parameters are empty, so files from before fill values exist
   // store the same graph.
+  // (and "span" only when it is "chunk").
   nlohmann::json params() const override {
-    if (fill_.empty()) return nlohmann::json::object();
+    nlohmann::json params = nlohmann::json::object();
+    if (span_ == lorenzo::Span::chunk) params["span"] = "chunk";
+    if (fill_.empty()) return params;
     nlohmann::json fill = nlohmann::json::array();
     for (double v : fill_) {
       if (std::isfinite(v)) fill.push_back(v);
       else fill.push_back(fill_value_text(v));
     }
-    return {{"fill", fill}};
+    params["fill"] = fill;
+    return params;
   }
 
   MissingValues missing_values(DType type) const override {
@@ -208,14 +213,14 @@ class LorenzoStage final : public Stage {
           Buffer codes = Buffer::host(2 * n);
           Buffer outliers = lorenzo::encode_cpu(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                 codes.as<uint16_t>(), &code_count, setup.missing,
-                                                masked ? &mask : nullptr);
+                                                masked ? &mask : nullptr, span_);
           return std::vector<Buffer>{codes, outliers};
         },
         [&] {
           Buffer codes = Buffer::device(2 * n, ctx.stream), data_codes;
           Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                  codes.as<uint16_t>(), &code_count, ctx.stream, setup.missing,
-                                                 masked ? &mask : nullptr, &data_codes);
+                                                 masked ? &mask : nullptr, &data_codes, span_);
           return std::vector<Buffer>{masked ? data_codes : codes, outliers};
         });
     outputs[0].shrink(2 * code_count);
@@ -236,12 +241,12 @@ class LorenzoStage final : public Stage {
         [&] {
           lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
                               ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), mask.data(), mask.size(),
-                              setup.missing, setup.data_only);
+                              setup.missing, setup.data_only, span_);
         },
         [&] {
           lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
                                ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), ctx.stream, mask.data(),
-                               mask.size(), setup.missing, setup.data_only);
+                               mask.size(), setup.missing, setup.data_only, span_);
         });
   }
 
@@ -269,6 +274,7 @@ class LorenzoStage final : public Stage {
   }
 
   std::vector<double> fill_;
+  lorenzo::Span span_ = lorenzo::Span::tile;
   StageSpec spec_;
 };
 

@@ -243,6 +243,28 @@ __device__ uint32_t load_tile(const T* field, const Grid& g, const TilePlace<TX,
   return exacts;
 }
 
+// Span "chunk": the bordered tile's low border holds the pre-quantized values of the
+// neighbouring tiles' points (0 outside the field), so the stencil reads across tile borders
+// as the CPU's whole-chunk prediction does. The whole block calls it; the caller's barrier
+// follows.
+template <typename T, int TX, int TY, int TZ>
+__device__ void load_border(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p, const QuantConstants& c,
+                            int32_t* halo) {
+  using H = Halo<TX, TY, TZ>;
+  for (int cell = threadIdx.x; cell < H::size; cell += block_threads) {
+    const int hx = cell % H::px, hy = (cell / H::px) % H::py, hz = cell / (H::px * H::py);
+    const bool border = hx == 0 || (TY > 1 && hy == 0) || (TZ > 1 && hz == 0);
+    if (!border) continue;
+    // The cell's point: one below the tile's first on each axis whose border it lies on.
+    const int64_t x = int64_t(p.x0) + hx - 1, y = int64_t(p.y0) + hy - (TY > 1), z = int64_t(p.z0) + hz - (TZ > 1);
+    int32_t q = 0;
+    if (x >= 0 && y >= 0 && z >= 0 && uint64_t(x) < g.nx && uint64_t(y) < g.ny && uint64_t(z) < g.nz)
+      prequantize(field[uint64_t(x) + g.nx * (uint64_t(y) + g.ny * uint64_t(z))], c.inverse_step, c.step,
+                  c.error_bound, c.accept_below, &q);
+    halo[cell] = q;
+  }
+}
+
 // 3D deltas of one thread's z-column without the bordered tile: the Lorenzo operator is
 // (1 - Z)(1 - X)(1 - Y) q, so z differences in registers, x differences from the lane below
 // (a shuffle), y differences from the warp below through `plane` (one value per point).
@@ -431,7 +453,8 @@ struct FillTile {
 // the register path, with a plane buffer of its own so that the bordered tile's zero border
 // stays for the next tile of both kinds), and the others keep their symbols by key in
 // `fill.symbols` (0 outside the field) and give their missing points q (settle_missing).
-template <bool Whole, bool Fill, typename T, int TX, int TY, int TZ>
+// `Across` (span "chunk", never with `Fill`): the bordered tile's border from the neighbours.
+template <bool Whole, bool Fill, bool Across, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
                                                 const QuantConstants& c, const MissingValues& missing, uint16_t* codes,
                                                 int32_t* q, FillTile& fill) {
@@ -469,6 +492,12 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
 #pragma unroll
       for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
     }
+  } else if constexpr (Across) {
+    exacts = load_tile<Whole, Fill>(field, g, p, c, missing, q, symbols);
+    load_border(field, g, p, c, q);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
   } else if constexpr (TZ > 1) {
     exacts = prequantize_strip<Whole, Fill>(field, strip, c, missing, delta, symbols);
     column_deltas(delta, strip, q);
@@ -553,7 +582,7 @@ struct MaskScratch {
 // totals: escapes, exacts, mask runs. Five blocks an SM (at most 48 registers, no spills):
 // the kernel waits on memory, and the 3D register path's 66 registers left three, 37 % of the
 // threads an SM holds (100 M values, rel 1e-3, H100: 451 -> 499-506 GB/s compress).
-template <typename T, int TX, int TY, int TZ, bool Fill>
+template <typename T, int TX, int TY, int TZ, bool Fill, bool Across = false>
 __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __restrict__ field, Grid g,
                                                                QuantConstants c, MissingValues missing,
                                                                uint16_t* __restrict__ codes,
@@ -585,8 +614,8 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
     if constexpr (Fill)
       fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.mixed.symbols, fill.plane = mask_shared.plane;
     // Interior tiles (most of a large field) skip every per-point bounds test.
-    const uint32_t counts = p.whole() ? encode_tile<true, Fill>(field, g, p, c, missing, codes, q, fill)
-                                      : encode_tile<false, Fill>(field, g, p, c, missing, codes, q, fill);
+    const uint32_t counts = p.whole() ? encode_tile<true, Fill, Across>(field, g, p, c, missing, codes, q, fill)
+                                      : encode_tile<false, Fill, Across>(field, g, p, c, missing, codes, q, fill);
     if constexpr (Fill) {
       uint16_t* slot = mask.slots + uint64_t(p.index - g.first_tile) * volume;
       if (fill.uniform != no_uniform_symbol) {  // uniform across the block
@@ -625,7 +654,7 @@ struct OutlierTargets {
   T* exact_values;
 };
 
-template <typename T, int TX, int TY, int TZ, bool Fill>
+template <typename T, int TX, int TY, int TZ, bool Fill, bool Across = false>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     const T* __restrict__ field, Grid g, QuantConstants c, MissingValues missing, const uint32_t* __restrict__ tile_counts,
     const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out) {
@@ -640,6 +669,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     if (tile_counts[p.index] == 0) return;  // uniform across the block
     uint32_t symbols;
     load_tile<false, Fill>(field, g, p, c, missing, q, symbols);
+    if constexpr (Across) load_border(field, g, p, c, q);
     if constexpr (Fill) {  // the missing points' q as the encode gave them
       const Strip<TX, TY, TZ> strip(g, p);
       settle_missing(strip, p, symbols, tile_presence<false>(strip, symbols, warp_words), q, tile_symbols);
@@ -980,6 +1010,86 @@ __global__ void validate_keys_kernel(const uint64_t* keys, uint64_t count, Grid 
   }
 }
 
+// Span "chunk" decode (DeviceDecoder::decode_whole): a kernel a step, each as plain as it can
+// be. The field's point named by an outlier key (checked inside the field: validate_keys_kernel).
+template <int TX, int TY, int TZ>
+__device__ uint64_t point_of_key(const Grid& g, uint64_t key) {
+  const TilePlace<TX, TY, TZ> p(g, uint32_t(key / (TX * TY * TZ)));
+  uint32_t lx, ly, lz;
+  split<TX, TY>(uint32_t(key % (TX * TY * TZ)), lx, ly, lz);
+  return p.global(g, lx, ly, lz);
+}
+
+__global__ void whole_deltas_kernel(const uint16_t* __restrict__ codes, uint64_t n, int32_t* __restrict__ q) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    q[i] = decode_delta(codes[i]);
+}
+
+template <int TX, int TY, int TZ>
+__global__ void whole_escapes_kernel(const uint64_t* keys, const int32_t* deltas, uint64_t count, Grid g,
+                                     int32_t* __restrict__ q) {
+  for (uint64_t e = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; e < count; e += uint64_t(gridDim.x) * blockDim.x)
+    q[point_of_key<TX, TY, TZ>(g, keys[e])] = deltas[e];
+}
+
+// Inclusive wrapping prefix sums along x: a warp a row, 32 points a step, carrying the last.
+__global__ void whole_scan_x_kernel(int32_t* q, uint64_t nx, uint64_t rows) {
+  const uint32_t lane = threadIdx.x % 32;
+  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32;
+  for (uint64_t row = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
+    int32_t* r = q + row * nx;
+    uint32_t carry = 0;
+    for (uint64_t x0 = 0; x0 < nx; x0 += 32) {
+      const uint64_t x = x0 + lane;
+      uint32_t v = x < nx ? uint32_t(r[x]) : 0u;
+#pragma unroll
+      for (uint32_t offset = 1; offset < 32; offset <<= 1) {
+        const uint32_t up = __shfl_up_sync(0xffffffffu, v, offset);
+        if (lane >= offset) v += up;
+      }
+      v += carry;
+      if (x < nx) r[x] = int32_t(v);
+      carry = __shfl_sync(0xffffffffu, v, 31);
+    }
+  }
+}
+
+// The deltas as u32 terms of the shared scan (one row: a 1D chunk), 0 at n.
+struct DeltaTerms {
+  const int32_t* q;
+  uint64_t n;
+  __device__ uint32_t operator()(uint64_t i) const { return i < n ? uint32_t(q[i]) : 0u; }
+};
+
+// Along a slower axis: a thread per line of `lines` (adjacent threads, adjacent points), each
+// walking `length` steps of `step` points; `lines_per_plane` lines share a plane of `plane` points.
+__global__ void whole_scan_lines_kernel(int32_t* q, uint64_t lines, uint64_t lines_per_plane, uint64_t plane,
+                                        uint64_t length, uint64_t step) {
+  for (uint64_t l = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; l < lines; l += uint64_t(gridDim.x) * blockDim.x) {
+    int32_t* at = q + (l / lines_per_plane) * plane + l % lines_per_plane;
+    uint32_t sum = uint32_t(at[0]);
+    for (uint64_t k = 1; k < length; ++k) {
+      sum += uint32_t(at[k * step]);
+      at[k * step] = int32_t(sum);
+    }
+  }
+}
+
+template <typename T>
+__global__ void whole_values_kernel(const int32_t* __restrict__ q, uint64_t n, double step, T* __restrict__ field) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
+    field[i] = reconstruct<T>(q[i], step);
+}
+
+template <typename T, int TX, int TY, int TZ>
+__global__ void whole_exacts_kernel(const uint64_t* keys, const uint8_t* values, uint64_t count, Grid g, T* field) {
+  for (uint64_t e = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; e < count; e += uint64_t(gridDim.x) * blockDim.x) {
+    T value;
+    memcpy(&value, values + sizeof(T) * e, sizeof(T));
+    field[point_of_key<TX, TY, TZ>(g, keys[e])] = value;
+  }
+}
+
 struct TileCounts {
   const uint32_t* packed;
   uint64_t tiles;
@@ -1169,8 +1279,9 @@ TileRows tile_rows(const Dims& dims) {
 }
 
 DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
-                             const MissingValues& missing)
-    : field_(field), type_(type), grid_(dims), stream_(stream), missing_(missing) {
+                             const MissingValues& missing, Span span)
+    : field_(field), type_(type), grid_(dims), stream_(stream), missing_(missing),
+      whole_(span == Span::chunk && missing.empty()) {
   if (grid_.tile_count() >= (uint64_t(1) << 32)) fail(ErrorCode::invalid_argument, "field has too many tiles");
   const uint64_t tiles = grid_.tile_count();
   counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t), stream);
@@ -1214,7 +1325,10 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
-    if (missing_.empty())
+    if (whole_)
+      launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false, true>, g, stream_, static_cast<const T*>(field_), g,
+                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
+    else if (missing_.empty())
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
                       constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
     else
@@ -1244,7 +1358,10 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
     out.exact_values = reinterpret_cast<T*>(out.exact_keys + total.exacts);
     out.escape_deltas = reinterpret_cast<int32_t*>(out.exact_values + total.exacts);
     const Grid g = device_grid(grid_);
-    if (missing_.empty())
+    if (whole_)
+      launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false, true>, g, stream_, static_cast<const T*>(field_),
+                      g, constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
+    else if (missing_.empty())
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
                       constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
     else
@@ -1357,6 +1474,39 @@ void DeviceDecoder::data_bits(uint32_t* words) const {
   });
 }
 
+void DeviceDecoder::decode_whole(const uint16_t* codes, void* field) const {
+  const Dims& d = grid_.dims;
+  const uint64_t n = d.count(), nx = d.x, ny = d.y, nz = d.z;
+  if (n == 0) return;
+  Buffer q = Buffer::device(n * sizeof(int32_t), stream_);
+  int32_t* at = q.as<int32_t>();
+  const Grid g = device_grid(grid_);
+  whole_deltas_kernel<<<grid_for(n, 256), 256, 0, stream_>>>(codes, n, at);
+  with_shape(type_, d.rank, [&](auto zero, auto shape) {
+    using T = decltype(zero);
+    using S = decltype(shape);
+    if (view_.counts.escapes)
+      whole_escapes_kernel<S::x, S::y, S::z><<<grid_for(view_.counts.escapes, 256), 256, 0, stream_>>>(
+          view_.escape_keys, view_.escape_deltas, view_.counts.escapes, g, at);
+    if (ny * nz == 1) {  // one row: the shared scan (a warp walking 2^26 values took ~1 s); q[i] = sums[i + 1]
+      Buffer sums = Buffer::device((n + 1) * sizeof(uint32_t), stream_);
+      varlen::exclusive_scan(DeltaTerms{at, n}, n, sums.as<uint32_t>(), 0u, varlen::Plus{}, stream_);
+      copy_bytes_async(at, Location::device, sums.as<uint32_t>() + 1, Location::device, n * sizeof(int32_t), stream_);
+    } else {  // a warp a row (rows of up to a few thousand points in 2D and 3D chunks)
+      whole_scan_x_kernel<<<grid_for(ny * nz * 32, 256), 256, 0, stream_>>>(at, nx, ny * nz);
+    }
+    if (ny > 1)  // lines along y: one per (x, z)
+      whole_scan_lines_kernel<<<grid_for(nx * nz, 256), 256, 0, stream_>>>(at, nx * nz, nx, nx * ny, ny, nx);
+    if (nz > 1)  // lines along z: one per (x, y)
+      whole_scan_lines_kernel<<<grid_for(nx * ny, 256), 256, 0, stream_>>>(at, nx * ny, nx * ny, nx * ny, nz, nx * ny);
+    whole_values_kernel<T><<<grid_for(n, 256), 256, 0, stream_>>>(at, n, quant_.step, static_cast<T*>(field));
+    if (view_.counts.exacts)
+      whole_exacts_kernel<T, S::x, S::y, S::z><<<grid_for(view_.counts.exacts, 256), 256, 0, stream_>>>(
+          view_.exact_keys, view_.exact_values, view_.counts.exacts, g, static_cast<T*>(field));
+  });
+  FZG_CUDA_CHECK_LAUNCH();
+}
+
 void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first,
                                 void* field, uint64_t field_first) {
   if (first_row >= end_row) return;
@@ -1381,8 +1531,8 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask,
-                   Buffer* data_codes) {
-  DeviceEncoder encoder(field, type, dims, stream, missing);
+                   Buffer* data_codes, Span span) {
+  DeviceEncoder encoder(field, type, dims, stream, missing, span);
   encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
   encoder.finish();
   const uint64_t n = dims.count();
@@ -1408,10 +1558,12 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
 
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                  DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
-                 const uint8_t* mask, uint64_t mask_size, const MissingValues& missing, bool data_only) {
+                 const uint8_t* mask, uint64_t mask_size, const MissingValues& missing, bool data_only,
+                 Span span) {
   const uint64_t n = dims.count();
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream, mask, mask_size, missing);
+  if (span == Span::chunk && missing.empty()) return decoder.decode_whole(codes, field);
   if (missing.empty() || !data_only) return decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
   Buffer bits = Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream), all = Buffer::device(2 * n, stream);
   decoder.data_bits(bits.as<uint32_t>());

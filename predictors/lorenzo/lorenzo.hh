@@ -96,15 +96,22 @@ uint64_t gather_data_codes_cpu(const uint16_t* codes, const uint8_t* holds_data,
 void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const uint8_t* holds_data, uint64_t n,
                             uint16_t* codes);
 
+// How far prediction reaches: inside a tile (neighbours outside it count as 0; every tile
+// decodes alone), or across the whole chunk (neighbours outside the field count as 0; decoded
+// by prefix sums over the chunk). With fill values the stage predicts by tiles either way.
+enum class Span { tile, chunk };
+
 // CPU reference. `codes` has room for count() values; the outlier stream is returned, and the
 // number of codes written to *code_count (count(), or with fill values the points with data).
 // With fill values, `mask` receives the mask stream (and the decoder reads it, and
 // `code_count` codes, or count() in field order where `data_only` is false).
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                  uint64_t* code_count, const MissingValues& missing = {}, Buffer* mask = nullptr);
+                  uint64_t* code_count, const MissingValues& missing = {}, Buffer* mask = nullptr,
+                  Span span = Span::tile);
 void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                 DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask = nullptr,
-                uint64_t mask_size = 0, const MissingValues& missing = {}, bool data_only = true);
+                uint64_t mask_size = 0, const MissingValues& missing = {}, bool data_only = true,
+                Span span = Span::tile);
 
 // The GPU's flags of the points with data: a bit a point, by rows of the field (y + ny z; one
 // row in 1D) of words_per_row() 32-bit words, bit j of a row's word w being its point
@@ -141,11 +148,11 @@ void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const u
 // scratch: the missing points' codes are never written).
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
-                   Buffer* mask = nullptr, Buffer* data_codes = nullptr);
+                   Buffer* mask = nullptr, Buffer* data_codes = nullptr, Span span = Span::tile);
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                  DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
                  const uint8_t* mask = nullptr, uint64_t mask_size = 0, const MissingValues& missing = {},
-                 bool data_only = true);
+                 bool data_only = true, Span span = Span::tile);
 
 #ifdef FZG_HAVE_CUDA
 // Device coding by tile rows (encode_cuda and decode_cuda run all rows of their field). A
@@ -164,8 +171,9 @@ TileRows tile_rows(const Dims& dims);
 // Made before the quantization is known (its state is zeroed on the stream at once).
 class DeviceEncoder {
  public:
+  // Span::chunk (without fill values only): neighbours across tile borders.
   DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
-                const MissingValues& missing = {});
+                const MissingValues& missing = {}, Span span = Span::tile);
   void encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                    uint64_t window_first);
   // Once every row is queued: finds the tiles whose mask runs repeat (mask.hh).
@@ -190,6 +198,7 @@ class DeviceEncoder {
   TileGrid grid_;
   cudaStream_t stream_;
   MissingValues missing_;
+  bool whole_ = false;  // Span::chunk
   Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts and repeat flags
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
   Buffer data_bits_;   // with fill values: DataBits
@@ -207,6 +216,10 @@ class DeviceDecoder {
                    uint64_t field_first = 0);
   // With fill values: the points' data bits (DataBits) from the mask.
   void data_bits(uint32_t* words) const;
+  // Span::chunk: the whole field from its codes (one per point, in field order): deltas with
+  // the escapes patched in, prefix sums along x, y and z over the field, the values, then the
+  // exact values.
+  void decode_whole(const uint16_t* codes, void* field) const;
 
  private:
   DType type_;

@@ -164,18 +164,70 @@ Buffer mask_stream(const std::vector<Outliers<T>>& parts, const TileGrid& grid) 
   return mask;
 }
 
+// Whole-chunk prediction (span "chunk"): every point's q first, in tile order (the exact
+// outliers in key order), then each tile's deltas from the q of the whole field (0 outside it).
+template <typename T>
+void quantize_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantization& quant, int32_t* q,
+                   Outliers<T>& out) {
+  const TileShape s = g.tile;
+  const TileBox b = tile_box(g, tile);
+  const uint64_t key0 = tile * s.volume();
+  const double inverse_step = 1.0 / quant.step;
+  const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x) {
+        const uint64_t i = (b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z));
+        if (prequantize(field[i], inverse_step, quant.step, quant.error_bound, accept_below, &q[i])) {
+          out.exact_keys.push_back(key0 + x + s.x * (y + s.y * z));
+          out.exact_values.push_back(field[i]);
+        }
+      }
+}
+
+template <typename T>
+void whole_deltas_tile(const TileGrid& g, uint64_t tile, const int32_t* q, uint16_t* codes, Outliers<T>& out) {
+  const TileShape s = g.tile;
+  const TileBox b = tile_box(g, tile);
+  const uint64_t key0 = tile * s.volume(), nx = g.dims.x, plane = g.dims.x * g.dims.y;
+  for (uint32_t z = 0; z < b.ez; ++z)
+    for (uint32_t y = 0; y < b.ey; ++y)
+      for (uint32_t x = 0; x < b.ex; ++x) {
+        const uint64_t gx = b.x0 + x, gy = b.y0 + y, gz = b.z0 + z, i = gx + nx * gy + plane * gz;
+        auto at = [&](int dx, int dy, int dz) -> int32_t {
+          if ((dx && gx == 0) || (dy && gy == 0) || (dz && gz == 0)) return 0;
+          return q[i - dx - nx * dy - plane * dz];
+        };
+        int32_t pred = wrapping_add(wrapping_add(at(1, 0, 0), at(0, 1, 0)), at(0, 0, 1));
+        pred = wrapping_sub(pred, wrapping_add(wrapping_add(at(1, 1, 0), at(1, 0, 1)), at(0, 1, 1)));
+        pred = wrapping_add(pred, at(1, 1, 1));
+        const int32_t delta = wrapping_sub(q[i], pred);
+        if (!encode_delta(delta, &codes[i])) {
+          out.escape_keys.push_back(key0 + x + s.x * (y + s.y * z));
+          out.escape_deltas.push_back(delta);
+        }
+      }
+}
+
 template <typename T>
 Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, const MissingValues& missing,
-                    uint16_t* codes, uint8_t* holds_data, Buffer* mask) {
+                    uint16_t* codes, uint8_t* holds_data, Buffer* mask, bool whole) {
   const TileGrid grid(dims);
   const int threads = omp_get_max_threads();
   std::vector<Outliers<T>> parts(threads);
+  std::vector<int32_t> q(whole ? dims.count() : 0);
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const uint64_t first = grid.tile_count() * t / nt, last = grid.tile_count() * (t + 1) / nt;
-    for (uint64_t tile = first; tile < last; ++tile)
-      encode_tile(field, grid, tile, quant, missing, codes, holds_data, parts[t]);
+    if (whole) {
+      for (uint64_t tile = first; tile < last; ++tile) quantize_tile(field, grid, tile, quant, q.data(), parts[t]);
+#pragma omp barrier
+      for (uint64_t tile = first; tile < last; ++tile) whole_deltas_tile(grid, tile, q.data(), codes, parts[t]);
+    } else {
+      for (uint64_t tile = first; tile < last; ++tile)
+        encode_tile(field, grid, tile, quant, missing, codes, holds_data, parts[t]);
+    }
   }
   if (mask) *mask = mask_stream(parts, grid);
   // Each thread's outliers go after those of the threads before it: the shared scan of their
@@ -330,6 +382,40 @@ MaskView read_mask(const uint8_t* stream, uint64_t size_bytes, const TileGrid& g
   return view;
 }
 
+// Whole-chunk prediction's inverse: every point's delta (escapes patched in), wrapping prefix
+// sums along x, y and z over the whole field, the values, then the exact values.
+template <typename T>
+void decode_whole(const uint16_t* codes, const OutlierView& o, const Dims& dims, const Quantization& quant, T* field) {
+  const TileGrid g(dims);
+  const uint64_t n = dims.count(), nx = dims.x, ny = dims.y, nz = dims.z, plane = nx * ny;
+  std::vector<int32_t> q(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < int64_t(n); ++i) q[i] = decode_delta(codes[i]);
+  auto point_of = [&](uint64_t key) {
+    const uint64_t volume = g.tile.volume(), tile = key / volume, l = key % volume;
+    const TileBox b = tile_box(g, tile);
+    return (b.x0 + l % g.tile.x) + nx * ((b.y0 + (l / g.tile.x) % g.tile.y) + ny * (b.z0 + l / (g.tile.x * g.tile.y)));
+  };
+  for (uint64_t e = 0; e < o.counts.escapes; ++e) q[point_of(o.escape_keys[e])] = o.escape_deltas[e];
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < int64_t(ny * nz); ++row)
+    for (uint64_t x = 1; x < nx; ++x) q[row * nx + x] = wrapping_add(q[row * nx + x], q[row * nx + x - 1]);
+#pragma omp parallel for schedule(static)
+  for (int64_t z = 0; z < int64_t(nz); ++z)
+    for (uint64_t y = 1; y < ny; ++y)
+      for (uint64_t x = 0; x < nx; ++x) {
+        const uint64_t i = z * plane + y * nx + x;
+        q[i] = wrapping_add(q[i], q[i - nx]);
+      }
+  for (uint64_t z = 1; z < nz; ++z)
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < int64_t(plane); ++j) q[z * plane + j] = wrapping_add(q[z * plane + j], q[(z - 1) * plane + j]);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < int64_t(n); ++i) field[i] = reconstruct<T>(q[i], quant.step);
+  for (uint64_t e = 0; e < o.counts.exacts; ++e)
+    std::memcpy(&field[point_of(o.exact_keys[e])], o.exact_values + sizeof(T) * e, sizeof(T));
+}
+
 template <typename T>
 void decode_typed(const uint16_t* codes, const OutlierView& view, const uint8_t* symbols, const MissingValues& missing,
                   const Dims& dims, const Quantization& quant, T* field) {
@@ -400,13 +486,14 @@ void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const ui
 }
 
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                  uint64_t* code_count, const MissingValues& missing, Buffer* mask) {
+                  uint64_t* code_count, const MissingValues& missing, Buffer* mask, Span span) {
   const uint64_t n = dims.count();
   std::vector<uint8_t> holds_data(missing.empty() ? 0 : n);
+  const bool whole = span == Span::chunk && missing.empty();
   Buffer outliers =
       type == DType::f32
-          ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, holds_data.data(), mask)
-          : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, holds_data.data(), mask);
+          ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, holds_data.data(), mask, whole)
+          : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, holds_data.data(), mask, whole);
   // With fill values, the points with data only (the others' deltas are 0), in place.
   *code_count = missing.empty() ? n : gather_data_codes_cpu(codes, holds_data.data(), n, codes);
   return outliers;
@@ -414,7 +501,7 @@ Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantiz
 
 void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                 DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask,
-                uint64_t mask_size, const MissingValues& missing, bool data_only) {
+                uint64_t mask_size, const MissingValues& missing, bool data_only, Span span) {
   const uint64_t n = dims.count();
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   // The stream is copied so that its arrays are aligned whatever the container's offsets.
@@ -431,6 +518,10 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
       scatter_data_codes_cpu(codes, code_count, data_flags(symbols).data(), n, all.data());
       codes = all.data();
     }
+  }
+  if (span == Span::chunk && missing.empty()) {
+    if (type == DType::f32) return decode_whole(codes, view, dims, quant, static_cast<float*>(field));
+    return decode_whole(codes, view, dims, quant, static_cast<double*>(field));
   }
   const uint8_t* at = missing.empty() ? nullptr : symbols.data();
   if (type == DType::f32) return decode_typed(codes, view, at, missing, dims, quant, static_cast<float*>(field));
