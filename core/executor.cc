@@ -442,6 +442,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     }
   }
   trace::mark("value range");
+  summary.field = &input;
 
   Container c;
   c.header = {field.dtype, options.bound.mode, field.dims, lossless ? 0.0 : options.bound.value};

@@ -81,6 +81,7 @@ struct StageContext {
 struct FieldSummary {
   ErrorBound bound;       // as asked; lossless mode never reaches a predictor
   double min = 0, max = 0;  // finite value range, when spec().needs_value_range
+  const Buffer* field = nullptr;  // the whole field, where the executor holds it (null: unknown)
 };
 
 class Stage {

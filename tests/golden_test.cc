@@ -184,6 +184,12 @@ std::vector<GoldenCase> retired_cases() {
     {"first-huffman-book_ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, "ratio.json"},
     {"first-huffman-book_fill_ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, "ratio.json",
      {NAN, 1e30}},
+    // ratio.json before its Lorenzo stage chose its axes and span from the field.
+    {"fixed-prediction_ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, "ratio.json"},
+    {"fixed-prediction_fill_ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, "ratio.json",
+     {NAN, 1e30}},
+    {"fixed-prediction_land_ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 100}, {ErrorMode::abs, 1e-2}, "ratio.json",
+     {1e30}, true},
     // Lorenzo's codes in field order with fill values (before the data-first order).
     {"field-order-codes_fill_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, "", {1e30, NAN}},
   };

@@ -52,6 +52,15 @@ TEST_P(GpuMatchesCpu, ChunkSpanIdenticalFilesAndReconstructions) {
   expect_identical_files_and_reconstructions(testing::chunk_span_fz(), GetParam());
 }
 
+// With the axes chosen from the field: the GPU's sample counts the CPU's deltas, so both
+// choose the same axes, and both code with them.
+TEST_P(GpuMatchesCpu, AutoAxesIdenticalFilesAndReconstructions) {
+  FZG_REQUIRE_GPU();
+  expect_identical_files_and_reconstructions(testing::fz_with_lorenzo({{"axes", "auto"}}), GetParam());
+  expect_identical_files_and_reconstructions(testing::fz_with_lorenzo({{"axes", "auto"}, {"span", "auto"}}),
+                                             GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GpuMatchesCpu, ::testing::ValuesIn(testing::round_trip_cases()),
                          [](const auto& info) { return info.param.name; });
 

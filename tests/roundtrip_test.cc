@@ -36,6 +36,13 @@ TEST_P(RoundTrip, ChunkSpanBoundHoldsAtEveryPointOnTheCpu) {
   expect_bound_held_on_the_cpu(testing::chunk_span_fz(), GetParam());
 }
 
+// And with the stencil's axes chosen from the field (lorenzo "axes": "auto"), by tiles and with
+// the span chosen too.
+TEST_P(RoundTrip, AutoAxesBoundHoldsAtEveryPointOnTheCpu) {
+  expect_bound_held_on_the_cpu(testing::fz_with_lorenzo({{"axes", "auto"}}), GetParam());
+  expect_bound_held_on_the_cpu(testing::fz_with_lorenzo({{"axes", "auto"}, {"span", "auto"}}), GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, RoundTrip, ::testing::ValuesIn(testing::round_trip_cases()),
                          [](const auto& info) { return info.param.name; });
 

@@ -337,13 +337,16 @@ inline void expect_concurrent_calls_match_sequential(Device device) {
   for (size_t i = 0; i < work.size(); ++i) EXPECT_EQ(failures[i], "") << "thread " << i << " (" << to_string(hazards[i]) << ")";
 }
 
-// The default graph with prediction across the whole chunk (lorenzo "span": "chunk").
-inline Graph chunk_span_fz() {
+// The default graph with these Lorenzo parameters added (e.g. "span": "chunk", "axes": "auto").
+inline Graph fz_with_lorenzo(const nlohmann::json& params) {
   nlohmann::json config = Graph::default_fz().to_json();
   for (auto& stage : config["stages"])
-    if (stage["type"] == "lorenzo") stage["params"]["span"] = "chunk";
+    if (stage["type"] == "lorenzo") stage["params"].update(params);
   return Graph::from_json(config);
 }
+
+// The default graph with prediction across the whole chunk (lorenzo "span": "chunk").
+inline Graph chunk_span_fz() { return fz_with_lorenzo({{"span", "chunk"}}); }
 
 // The field bytes of a case.
 inline Buffer case_field(const RoundTripCase& c) {

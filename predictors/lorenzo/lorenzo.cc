@@ -76,37 +76,76 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid) {
   validate_keys(view.exact_keys, view.counts.exacts, grid, "exact outlier keys");
 }
 
-std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing) {
+namespace {
+constexpr uint64_t axes_tag = uint64_t(0x73657861) << 32;  // "axes" (lorenzo.hh)
+
+void append_word(std::vector<uint8_t>& header, uint64_t word) {
+  const size_t at = header.size();
+  header.resize(at + 8);
+  std::memcpy(header.data() + at, &word, 8);
+}
+
+uint64_t word_at(const std::vector<uint8_t>& header, size_t at) {
+  uint64_t word = 0;
+  std::memcpy(&word, header.data() + at, 8);
+  return word;
+}
+
+constexpr uint64_t chunk_span_bit = 1u << 8;
+
+uint64_t prediction_record(const Prediction& p) {
+  return axes_tag | p.axes | (p.span == Span::chunk ? chunk_span_bit : 0);
+}
+
+Prediction read_prediction_record(uint64_t record) {
+  const uint64_t axes = record & 7u;
+  require_data((record & ~(7u | chunk_span_bit)) == axes_tag && axes >= 1, "lorenzo prediction record");
+  return {record & chunk_span_bit ? Span::chunk : Span::tile, Axes(axes)};
+}
+}  // namespace
+
+std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing,
+                                  const std::optional<Prediction>& record) {
   std::vector<uint8_t> header = write_quantization(quant);
-  if (missing.empty()) return header;
-  const uint64_t count = missing.count, data_only = 1;
-  header.resize(quantization_header_bytes + 8 * (2 + count));
-  std::memcpy(header.data() + quantization_header_bytes, &count, 8);
-  std::memcpy(header.data() + quantization_header_bytes + 8, missing.bits, 8 * count);
-  std::memcpy(header.data() + quantization_header_bytes + 8 * (1 + count), &data_only, 8);
+  if (!missing.empty()) {
+    append_word(header, missing.count);
+    for (uint32_t i = 0; i < missing.count; ++i) append_word(header, missing.bits[i]);
+    append_word(header, 1);  // data_only
+  }
+  if (record) append_word(header, prediction_record(*record));
   return header;
 }
 
-void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing, bool* data_only) {
+void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing, bool* data_only,
+                 std::optional<Prediction>* record) {
   require_data(header.size() >= quantization_header_bytes, "lorenzo header size");
   *quant = read_quantization(std::vector<uint8_t>(header.begin(), header.begin() + quantization_header_bytes));
   *missing = MissingValues{};
   if (data_only) *data_only = false;
+  if (record) record->reset();
   if (header.size() == quantization_header_bytes) return;
-  uint64_t count = 0;
   require_data(header.size() >= quantization_header_bytes + 8, "lorenzo header size");
-  std::memcpy(&count, header.data() + quantization_header_bytes, 8);
+  const uint64_t first = word_at(header, quantization_header_bytes);
+  if ((first & ~uint64_t(0xffffffffu)) == axes_tag) {  // no fill values, then the record
+    require_data(header.size() == quantization_header_bytes + 8, "lorenzo header size");
+    const Prediction p = read_prediction_record(first);
+    if (record) *record = p;
+    return;
+  }
+  const uint64_t count = first;
   const uint64_t fills_end = quantization_header_bytes + 8 * (1 + count);
   require_data(count >= 1 && count <= MissingValues::capacity &&
-                   (header.size() == fills_end || header.size() == fills_end + 8),
+                   (header.size() == fills_end || header.size() == fills_end + 8 || header.size() == fills_end + 16),
                "lorenzo fill values");
   missing->count = uint32_t(count);
   std::memcpy(missing->bits, header.data() + quantization_header_bytes + 8, 8 * count);
   if (header.size() == fills_end) return;  // the first form: every point's code, in field order
-  uint64_t order = 0;
-  std::memcpy(&order, header.data() + fills_end, 8);
-  require_data(order == 1, "lorenzo code order");
+  require_data(word_at(header, fills_end) == 1, "lorenzo code order");
   if (data_only) *data_only = true;
+  if (header.size() == fills_end + 16) {
+    const Prediction p = read_prediction_record(word_at(header, fills_end + 8));
+    if (record) *record = p;
+  }
 }
 
 }  // namespace lorenzo
@@ -118,7 +157,8 @@ class LorenzoStage final : public Stage {
   explicit LorenzoStage(const nlohmann::json& params) {
     StageParams reader("lorenzo", params);
     fill_ = reader.fill_values("fill");
-    span_ = reader.choice("span", "tile", {"tile", "chunk"}) == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile;
+    span_ = reader.choice("span", "tile", {"tile", "chunk", "auto"});
+    axes_ = reader.choice("axes", "xyz", {"auto", "xyz", "xy", "xz", "yz", "x", "y", "z"});
     reader.finish();
     missing_values_of(fill_, DType::f64);  // rejects repeated values
     spec_ = {"lorenzo",
@@ -134,10 +174,11 @@ class LorenzoStage final : public Stage {
 
   // Without fill values the parameters are empty, so files from before fill values exist
   // store the same graph.
-  // (and "span" only when it is "chunk").
+  // (and "span" only when not "tile", "axes" only when not every axis).
   nlohmann::json params() const override {
     nlohmann::json params = nlohmann::json::object();
-    if (span_ == lorenzo::Span::chunk) params["span"] = "chunk";
+    if (span_ != "tile") params["span"] = span_;
+    if (axes_ != "xyz") params["axes"] = axes_;
     if (fill_.empty()) return params;
     nlohmann::json fill = nlohmann::json::array();
     for (double v : fill_) {
@@ -153,17 +194,21 @@ class LorenzoStage final : public Stage {
   }
 
   // The lossy step: the request and the whole field's value range (of its points with data)
-  // give the bound and step every chunk quantizes with.
+  // give the bound and step every chunk quantizes with; with "axes" other than every axis or
+  // "span": "auto", the axes and span (with "auto", chosen from a sample of the field: lorenzo.hh).
   std::vector<uint8_t> make_header(const StageContext& ctx, const FieldSummary& summary) const override {
     check_field(ctx);
-    return lorenzo::write_header(lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max),
-                                 missing_values(ctx.dtype));
+    const Quantization quant = lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max);
+    const MissingValues missing = missing_values(ctx.dtype);
+    return lorenzo::write_header(quant, missing, header_prediction(ctx, summary, quant, missing));
   }
 
   nlohmann::json describe_header(const StageContext& ctx, const std::vector<uint8_t>& header) const override {
     const Setup setup = read(ctx, header);
     const Quantization& q = setup.quant;
     nlohmann::json description = {{"absolute_bound", q.error_bound}, {"step", q.step}, {"min", q.min}, {"max", q.max}};
+    description["axes"] = axes_text(setup.prediction.axes_of(ctx.field_dims));
+    description["span"] = setup.prediction.span == lorenzo::Span::chunk ? "chunk" : "tile";
     if (!setup.missing.empty()) {
       nlohmann::json fill = nlohmann::json::array();
       for (uint32_t s = 1; s <= setup.missing.count; ++s)
@@ -213,14 +258,14 @@ class LorenzoStage final : public Stage {
           Buffer codes = Buffer::host(2 * n);
           Buffer outliers = lorenzo::encode_cpu(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                 codes.as<uint16_t>(), &code_count, setup.missing,
-                                                masked ? &mask : nullptr, span_);
+                                                masked ? &mask : nullptr, prediction(setup));
           return std::vector<Buffer>{codes, outliers};
         },
         [&] {
           Buffer codes = Buffer::device(2 * n, ctx.stream), data_codes;
           Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                  codes.as<uint16_t>(), &code_count, ctx.stream, setup.missing,
-                                                 masked ? &mask : nullptr, &data_codes, span_);
+                                                 masked ? &mask : nullptr, &data_codes, prediction(setup));
           return std::vector<Buffer>{masked ? data_codes : codes, outliers};
         });
     outputs[0].shrink(2 * code_count);
@@ -241,12 +286,12 @@ class LorenzoStage final : public Stage {
         [&] {
           lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
                               ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), mask.data(), mask.size(),
-                              setup.missing, setup.data_only, span_);
+                              setup.missing, setup.data_only, prediction(setup));
         },
         [&] {
           lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
                                ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), ctx.stream, mask.data(),
-                               mask.size(), setup.missing, setup.data_only, span_);
+                               mask.size(), setup.missing, setup.data_only, prediction(setup));
         });
   }
 
@@ -255,12 +300,67 @@ class LorenzoStage final : public Stage {
     Quantization quant;
     MissingValues missing;
     bool data_only = false;  // with fill values: codes of the points with data only (lorenzo.hh)
+    lorenzo::Prediction prediction;  // the header's record, else every axis and the parameter's span
   };
+  lorenzo::Prediction prediction(const Setup& setup) const { return setup.prediction; }
+
+  static std::string axes_text(lorenzo::Axes axes) {
+    std::string text;
+    for (int a = 0; a < 3; ++a)
+      if (axes >> a & 1u) text += "xyz"[a];
+    return text;
+  }
+
+  // The header's prediction record: none for every axis by a span given, else the axes given
+  // and span, or for "auto" the candidates' that the sample codes smallest (lorenzo.hh).
+  std::optional<lorenzo::Prediction> header_prediction(const StageContext& ctx, const FieldSummary& summary,
+                                                       const Quantization& quant, const MissingValues& missing) const {
+    const int rank = ctx.dims.rank;
+    if (axes_ == "xyz" && span_ != "auto") return std::nullopt;
+    std::vector<lorenzo::Axes> axes = lorenzo::axes_candidates(rank);
+    if (axes_ == "xyz") {
+      axes = {lorenzo::all_axes(rank)};
+    } else if (axes_ != "auto") {
+      lorenzo::Axes given = 0;
+      for (char c : axes_) given |= lorenzo::Axes(1) << (c - 'x');
+      if (!(given & lorenzo::all_axes(rank)))
+        fail(ErrorCode::invalid_argument,
+             "lorenzo: axes \"" + axes_ + "\" name no axis of a " + std::to_string(rank) + "D field");
+      axes = {given & lorenzo::all_axes(rank)};
+    }
+    std::vector<lorenzo::Span> spans{span_ == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile};
+    if (span_ == "auto" && missing.empty()) spans.push_back(lorenzo::Span::chunk);  // fill values: by tiles
+    std::vector<lorenzo::Prediction> candidates;
+    for (lorenzo::Span span : spans)
+      for (lorenzo::Axes a : axes) candidates.push_back({span, a});
+    if (candidates.size() == 1 || !summary.field || ctx.dims.count() == 0) return candidates.front();
+    // Where the field is: a host field too large for the device is sampled on the host.
+    StageContext where = ctx;
+    where.device = summary.field->location() == Location::device ? Device::cuda : Device::cpu;
+    std::vector<uint64_t> counts;
+    for (lorenzo::Span span : spans) {
+      const std::vector<uint64_t> part = on_backend(
+          where,
+          [&] {
+            return lorenzo::axes_histograms_cpu(summary.field->data(), ctx.dtype, ctx.dims, quant, missing, span, axes);
+          },
+          [&] {
+            return lorenzo::axes_histograms_cuda(summary.field->data(), ctx.dtype, ctx.dims, quant, missing, span, axes,
+                                                 ctx.stream);
+          });
+      counts.insert(counts.end(), part.begin(), part.end());
+    }
+    return lorenzo::choose_prediction(candidates, counts);
+  }
+
   // The header, checked against the parameters: the fill values it holds are the ones the
   // parameters give, in the field's type (the ports depend on them).
   Setup read(const StageContext& ctx, const std::vector<uint8_t>& header) const {
     Setup setup;
-    lorenzo::read_header(header, &setup.quant, &setup.missing, &setup.data_only);
+    std::optional<lorenzo::Prediction> record;
+    lorenzo::read_header(header, &setup.quant, &setup.missing, &setup.data_only, &record);
+    require_data(record || span_ != "auto", "lorenzo header without its prediction record");
+    setup.prediction = record ? *record : lorenzo::Prediction{span_ == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile, 0};
     const MissingValues expected = missing_values(ctx.dtype);
     require_data(setup.missing.count == expected.count &&
                      std::equal(expected.bits, expected.bits + expected.count, setup.missing.bits),
@@ -274,7 +374,8 @@ class LorenzoStage final : public Stage {
   }
 
   std::vector<double> fill_;
-  lorenzo::Span span_ = lorenzo::Span::tile;
+  std::string span_;  // "tile", "chunk" or "auto"
+  std::string axes_;  // "xyz" (every axis of the field), a subset, or "auto"
   StageSpec spec_;
 };
 

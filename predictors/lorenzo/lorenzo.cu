@@ -148,13 +148,22 @@ struct Halo {
     for (int i = threadIdx.x; i < size; i += block_threads) h[i] = 0;
     __syncthreads();
   }
-  // The 3D Lorenzo delta at cell c, in wrapping 32-bit arithmetic (absent axes drop out).
-  __device__ static int32_t delta(const int32_t* h, int c) {
-    uint32_t pred = uint32_t(h[c - 1]);
-    if constexpr (TY > 1) pred += uint32_t(h[c - dy]) - uint32_t(h[c - 1 - dy]);
+  // (1 - X) q at cell c where x is one of `axes`, else q (wrapping 32-bit arithmetic).
+  __device__ static uint32_t along_x(const int32_t* h, int c, uint32_t axes) {
+    return (axes & axis_x) ? uint32_t(h[c]) - uint32_t(h[c - 1]) : uint32_t(h[c]);
+  }
+  // The Lorenzo delta at cell c: the product of (1 - shift) over `axes` (lorenzo.hh; uniform
+  // across the block), in wrapping 32-bit arithmetic (axes the tile lacks drop out).
+  __device__ static int32_t delta(const int32_t* h, int c, uint32_t axes) {
+    uint32_t d = along_x(h, c, axes);
+    if constexpr (TY > 1)
+      if (axes & axis_y) d -= along_x(h, c - dy, axes);
     if constexpr (TZ > 1)
-      pred += uint32_t(h[c - dz]) - uint32_t(h[c - 1 - dz]) - uint32_t(h[c - dy - dz]) + uint32_t(h[c - 1 - dy - dz]);
-    return int32_t(uint32_t(h[c]) - pred);
+      if (axes & axis_z) {
+        d -= along_x(h, c - dz, axes);
+        if (axes & axis_y) d += along_x(h, c - dy - dz, axes);
+      }
+    return int32_t(d);
   }
 };
 
@@ -268,22 +277,28 @@ __device__ void load_border(const T* field, const Grid& g, const TilePlace<TX, T
 // 3D deltas of one thread's z-column without the bordered tile: the Lorenzo operator is
 // (1 - Z)(1 - X)(1 - Y) q, so z differences in registers, x differences from the lane below
 // (a shuffle), y differences from the warp below through `plane` (one value per point).
+// Only the stencil's `axes` take part (uniform across the block).
 template <int TX, int TY, int TZ>
 __device__ void column_deltas(int32_t (&q)[Strip<TX, TY, TZ>::per_thread], const Strip<TX, TY, TZ>& strip,
-                              int32_t* plane) {
+                              int32_t* plane, uint32_t axes) {
   constexpr int n = Strip<TX, TY, TZ>::per_thread;
   const uint32_t lane = threadIdx.x % 32;
+  if (axes & axis_z) {
 #pragma unroll
-  for (int k = n - 1; k > 0; --k) q[k] = wrapping_sub(q[k], q[k - 1]);
+    for (int k = n - 1; k > 0; --k) q[k] = wrapping_sub(q[k], q[k - 1]);
+  }
+  const bool along_x = axes & axis_x;
 #pragma unroll
   for (int k = 0; k < n; ++k) {
     const int32_t below = __shfl_up_sync(0xffffffffu, q[k], 1);
-    q[k] = wrapping_sub(q[k], lane == 0 ? 0 : below);
+    q[k] = wrapping_sub(q[k], lane == 0 || !along_x ? 0 : below);
     plane[strip.local(k)] = q[k];
   }
   __syncthreads();
+  if (axes & axis_y) {
 #pragma unroll
-  for (int k = 0; k < n; ++k) q[k] = wrapping_sub(q[k], strip.ly == 0 ? 0 : plane[strip.local(k) - TX]);
+    for (int k = 0; k < n; ++k) q[k] = wrapping_sub(q[k], strip.ly == 0 ? 0 : plane[strip.local(k) - TX]);
+  }
 }
 
 // One step of predict_missing: the points lx = 32 part + lane of row (ly, lz) of a tile, whose
@@ -292,19 +307,27 @@ __device__ void column_deltas(int32_t (&q)[Strip<TX, TY, TZ>::per_thread], const
 // and a point with data keeps its own: a segmented scan over the lanes. `carry` is the q of
 // the point before lane 0 (0 at a row's start: outside the tile); the next step's is returned.
 // A warp calls it.
+// Where x is not one of the stencil's `axes`, a missing point's q is D itself: no scan.
 template <int TX, int TY, int TZ>
 __device__ uint32_t predict_step(int32_t* h, const uint8_t* symbols, const TilePlace<TX, TY, TZ>& p, uint32_t part,
-                                 uint32_t ly, uint32_t lz, uint32_t carry) {
+                                 uint32_t ly, uint32_t lz, uint32_t carry, uint32_t axes) {
   using H = Halo<TX, TY, TZ>;
   const uint32_t lane = threadIdx.x % 32, lx = part * 32 + lane;
   const int c = H::at(lx, ly, lz);
   const bool missing = p.inside(lx, ly, lz) && symbols[lx + TX * (ly + TY * lz)] != 0;
   if (!__any_sync(0xffffffffu, missing)) return __shfl_sync(0xffffffffu, uint32_t(h[c]), 31);  // all data: as it is
-  uint32_t d = 0;  // the prediction less q(x - 1): only rows and planes before
-  if constexpr (TY > 1) d += uint32_t(h[c - H::dy]) - uint32_t(h[c - 1 - H::dy]);
+  uint32_t d = 0;  // the prediction less q(x - 1) (x an axis): only rows and planes before
+  if constexpr (TY > 1)
+    if (axes & axis_y) d += H::along_x(h, c - H::dy, axes);
   if constexpr (TZ > 1)
-    d += uint32_t(h[c - H::dz]) - uint32_t(h[c - 1 - H::dz]) - uint32_t(h[c - H::dy - H::dz]) +
-         uint32_t(h[c - 1 - H::dy - H::dz]);
+    if (axes & axis_z) {
+      d += H::along_x(h, c - H::dz, axes);
+      if (axes & axis_y) d -= H::along_x(h, c - H::dy - H::dz, axes);
+    }
+  if (!(axes & axis_x)) {  // uniform across the warp
+    if (missing) h[c] = int32_t(d);
+    return 0;
+  }
   uint32_t v = missing ? d : uint32_t(h[c]);
   bool started = !missing;  // a point with data at or before this lane (within the step)
 #pragma unroll
@@ -326,7 +349,7 @@ __device__ uint32_t predict_step(int32_t* h, const uint8_t* symbols, const TileP
 // of 32 lanes, each carrying the last q of the step before). `symbols` by key (shared
 // memory); the halo holds the tile's q. The whole block calls it.
 template <int TX, int TY, int TZ>
-__device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePlace<TX, TY, TZ>& p) {
+__device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePlace<TX, TY, TZ>& p, uint32_t axes) {
   constexpr uint32_t steps_per_row = TX / 32;
   static_assert(TX % 32 == 0, "rows of whole warps");
   if constexpr (TZ > 1) {
@@ -336,7 +359,7 @@ __device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePl
       if (y < TY && t >= y && t - y < TZ) {  // uniform across the warp
         uint32_t carry = 0;
         for (uint32_t part = 0; part < steps_per_row; ++part) {
-          carry = predict_step(h, symbols, p, part, y, t - y, carry);
+          carry = predict_step(h, symbols, p, part, y, t - y, carry, axes);
           __syncwarp();
         }
       }
@@ -347,7 +370,7 @@ __device__ void predict_missing(int32_t* h, const uint8_t* symbols, const TilePl
       for (uint32_t row = 0; row < TY * TZ; ++row) {
         uint32_t carry = 0;
         for (uint32_t part = 0; part < steps_per_row; ++part) {
-          carry = predict_step(h, symbols, p, part, row % TY, row / TY, carry);
+          carry = predict_step(h, symbols, p, part, row % TY, row / TY, carry, axes);
           __syncwarp();  // the next step reads this one's q
         }
       }
@@ -428,11 +451,11 @@ __device__ void store_data_bits(const Grid& g, const Strip<TX, TY, TZ>& strip, c
 // which the halo's q are final.
 template <int TX, int TY, int TZ>
 __device__ void settle_missing(const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p, uint32_t symbols,
-                               uint32_t presence, int32_t* q, uint8_t* tile_symbols) {
+                               uint32_t presence, int32_t* q, uint8_t* tile_symbols, uint32_t axes) {
 #pragma unroll
   for (int k = 0; k < strip.per_thread; ++k) tile_symbols[strip.local(k)] = uint8_t(symbols >> (4 * k) & 0xfu);
   __syncthreads();
-  if (mixed(presence)) predict_missing<TX, TY, TZ>(q, tile_symbols, p);  // uniform across the block
+  if (mixed(presence)) predict_missing<TX, TY, TZ>(q, tile_symbols, p, axes);  // uniform across the block
 }
 
 // What a Fill encode keeps of a tile besides its codes: the points' data bits, the symbols'
@@ -457,7 +480,7 @@ struct FillTile {
 template <bool Whole, bool Fill, bool Across, typename T, int TX, int TY, int TZ>
 __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, const TilePlace<TX, TY, TZ>& p,
                                                 const QuantConstants& c, const MissingValues& missing, uint16_t* codes,
-                                                int32_t* q, FillTile& fill) {
+                                                int32_t* q, FillTile& fill, uint32_t axes) {
   using H = Halo<TX, TY, TZ>;
   const Strip<TX, TY, TZ> strip(g, p);
   int32_t delta[Strip<TX, TY, TZ>::per_thread];
@@ -475,7 +498,7 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
     if constexpr (TZ > 1) {
       if (all_data(presence)) {  // sea, 3D: as without fill values
         fill.uniform = 0;
-        column_deltas(delta, strip, fill.plane);
+        column_deltas(delta, strip, fill.plane, axes);
         in_registers = true;
       }
     }
@@ -487,25 +510,25 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
         __syncthreads();
       } else {
         fill.uniform = no_uniform_symbol;
-        settle_missing(strip, p, symbols, presence, q, fill.symbols);
+        settle_missing(strip, p, symbols, presence, q, fill.symbols, axes);
       }
 #pragma unroll
-      for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
+      for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k), axes);
     }
   } else if constexpr (Across) {
     exacts = load_tile<Whole, Fill>(field, g, p, c, missing, q, symbols);
     load_border(field, g, p, c, q);
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
+    for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k), axes);
   } else if constexpr (TZ > 1) {
     exacts = prequantize_strip<Whole, Fill>(field, strip, c, missing, delta, symbols);
-    column_deltas(delta, strip, q);
+    column_deltas(delta, strip, q, axes);
   } else {
     exacts = load_tile<Whole, Fill>(field, g, p, c, missing, q, symbols);
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k));
+    for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k), axes);
   }
   uint32_t escapes = 0;
   uint16_t* dst = codes + (strip.global0 - g.codes_first);
@@ -588,7 +611,7 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
                                                                uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ tile_counts,
                                                                unsigned long long* __restrict__ totals,
-                                                               MaskScratch mask) {
+                                                               MaskScratch mask, uint32_t axes) {
   using H = Halo<TX, TY, TZ>;
   constexpr uint32_t volume = TX * TY * TZ;
   using Scan = cub::BlockScan<uint32_t, block_threads>;
@@ -614,8 +637,8 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
     if constexpr (Fill)
       fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.mixed.symbols, fill.plane = mask_shared.plane;
     // Interior tiles (most of a large field) skip every per-point bounds test.
-    const uint32_t counts = p.whole() ? encode_tile<true, Fill, Across>(field, g, p, c, missing, codes, q, fill)
-                                      : encode_tile<false, Fill, Across>(field, g, p, c, missing, codes, q, fill);
+    const uint32_t counts = p.whole() ? encode_tile<true, Fill, Across>(field, g, p, c, missing, codes, q, fill, axes)
+                                      : encode_tile<false, Fill, Across>(field, g, p, c, missing, codes, q, fill, axes);
     if constexpr (Fill) {
       uint16_t* slot = mask.slots + uint64_t(p.index - g.first_tile) * volume;
       if (fill.uniform != no_uniform_symbol) {  // uniform across the block
@@ -657,7 +680,7 @@ struct OutlierTargets {
 template <typename T, int TX, int TY, int TZ, bool Fill, bool Across = false>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     const T* __restrict__ field, Grid g, QuantConstants c, MissingValues missing, const uint32_t* __restrict__ tile_counts,
-    const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out) {
+    const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out, uint32_t axes) {
   using H = Halo<TX, TY, TZ>;
   __shared__ int32_t q[H::size];
   using Scan = cub::BlockScan<uint32_t, block_threads>;
@@ -672,7 +695,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
     if constexpr (Across) load_border(field, g, p, c, q);
     if constexpr (Fill) {  // the missing points' q as the encode gave them
       const Strip<TX, TY, TZ> strip(g, p);
-      settle_missing(strip, p, symbols, tile_presence<false>(strip, symbols, warp_words), q, tile_symbols);
+      settle_missing(strip, p, symbols, tile_presence<false>(strip, symbols, warp_words), q, tile_symbols, axes);
     }
     __syncthreads();
     uint64_t next_escape = offsets[p.index].escapes, next_exact = offsets[p.index].exacts;
@@ -687,7 +710,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
         value = field[p.global(g, lx, ly, lz)];
         const bool is_missing = Fill && missing.symbol_of(value) != 0;
         is_exact = !is_missing && prequantize(value, c.inverse_step, c.step, c.error_bound, c.accept_below, &unused);
-        delta = H::delta(q, H::at(lx, ly, lz));
+        delta = H::delta(q, H::at(lx, ly, lz), axes);
         uint16_t code;
         is_escape = !encode_delta(delta, &code);
       }
@@ -764,15 +787,15 @@ __device__ void prefix_along_y(int32_t* q) {
   __syncthreads();
 }
 
-// Inclusive prefix sums of a 1D or 2D tile in shared memory, along x, then y (3D tiles keep
-// z and x in registers: see decode_kernel).
+// Inclusive prefix sums of a 1D or 2D tile in shared memory, along x, then y, each where it is
+// one of the stencil's `axes` (3D tiles keep z and x in registers: see decode_kernel).
 template <int TX, int TY, int TZ>
-__device__ void prefix_sums(int32_t* q) {
+__device__ void prefix_sums(int32_t* q, uint32_t axes) {
   static_assert(TZ == 1, "3D tiles take the register path");
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
   if constexpr (TX == 32) {
-    for (uint32_t row = threadIdx.x / 32; row < TY; row += block_threads / 32)
+    for (uint32_t row = threadIdx.x / 32; row < TY && (axes & axis_x); row += block_threads / 32)
       q[row * 32 + threadIdx.x % 32] = int32_t(warp_inclusive_sum(uint32_t(q[row * 32 + threadIdx.x % 32])));
   } else {
     constexpr int per_thread = TX / block_threads;
@@ -786,7 +809,8 @@ __device__ void prefix_sums(int32_t* q) {
     for (int i = 0; i < per_thread; ++i) q[threadIdx.x * per_thread + i] = int32_t(v[i] + before);
   }
   __syncthreads();
-  if constexpr (TY > 1) prefix_along_y<TX, TY, TZ>(q);
+  if constexpr (TY > 1)
+    if (axes & axis_y) prefix_along_y<TX, TY, TZ>(q);
 }
 
 // The tile's deltas into shared memory, escapes patched in (keys validated before launch).
@@ -897,7 +921,7 @@ __device__ void expand_mask(const MaskSource& mask, uint32_t tile, MaskRunsShare
 template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes, OutlierSource o,
                                                                MaskSource mask, Grid g, double step,
-                                                               T* __restrict__ field) {
+                                                               T* __restrict__ field, uint32_t axes) {
   __shared__ int32_t q[TX * TY * TZ];
   __shared__ uint8_t mask_symbols[TX * TY * TZ];
   __shared__ MaskRunsShared<TX, TY, TZ> mask_runs;
@@ -935,15 +959,18 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
 #pragma unroll
           for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
         }
+        if (axes & axis_z) {
 #pragma unroll
-        for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
+          for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
+        }
+        const bool along_x = axes & axis_x;
 #pragma unroll
-        for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(warp_inclusive_sum(v[k]));
+        for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(along_x ? warp_inclusive_sum(v[k]) : v[k]);
         __syncthreads();
-        prefix_along_y<TX, TY, TZ>(q);
+        if (axes & axis_y) prefix_along_y<TX, TY, TZ>(q);
       } else {
         load_deltas(codes, g.codes_first, strip, o, escape_begin, escape_end, p.key0, q);
-        prefix_sums<TX, TY, TZ>(q);
+        prefix_sums<TX, TY, TZ>(q, axes);
       }
       T* dst = field + (strip.global0 - g.field_first);
 #pragma unroll
@@ -1267,6 +1294,53 @@ MaskSource mask_source(const Buffer& runs, const Buffer& index, const Buffer& so
           sources.size() ? sources.as<uint64_t>() : nullptr, missing};
 }
 
+// "axes": "auto" (lorenzo.hh): the deltas of every stride-th tile under each candidate,
+// counted in the block's histograms in shared memory (a warp's lanes of one bin added at
+// once), then into `counts`. A tile with a missing point is left out (as the CPU's
+// axes_histograms_typed does, bin for bin).
+struct AxesCandidates {
+  uint32_t axes[7];
+  uint32_t count;
+};
+
+template <typename T, int TX, int TY, int TZ, bool Across>
+__global__ void __launch_bounds__(block_threads) axes_histogram_kernel(const T* __restrict__ field, Grid g,
+                                                                       QuantConstants c, MissingValues missing,
+                                                                       uint64_t stride, AxesCandidates candidates,
+                                                                       uint32_t* __restrict__ counts) {
+  using H = Halo<TX, TY, TZ>;
+  constexpr uint32_t bins = axes_histogram_bins;
+  __shared__ int32_t q[H::size];
+  __shared__ uint32_t histogram[7 * bins];
+  for (uint32_t i = threadIdx.x; i < 7 * bins; i += block_threads) histogram[i] = 0;
+  H::clear(q);
+  const uint64_t samples = (g.tile_count + stride - 1) / stride;
+  const uint32_t lane = threadIdx.x % 32;
+  for (uint64_t s = blockIdx.x; s < samples; s += gridDim.x) {
+    const TilePlace<TX, TY, TZ> p(g, uint32_t(s * stride));
+    uint32_t symbols;
+    load_tile<false, true>(field, g, p, c, missing, q, symbols);
+    if constexpr (Across) load_border(field, g, p, c, q);
+    if (__syncthreads_or(symbols != 0)) continue;  // uniform; nothing read the tile yet
+    const Strip<TX, TY, TZ> strip(g, p);
+#pragma unroll
+    for (int k = 0; k < strip.per_thread; ++k) {
+      const bool inside = strip.inside(k);
+      const uint32_t active = __ballot_sync(0xffffffffu, inside);
+      if (!inside) continue;
+      for (uint32_t a = 0; a < candidates.count; ++a) {
+        const uint32_t key = a * bins + axes_histogram_bin(H::delta(q, strip.cell(k), candidates.axes[a]));
+        const uint32_t peers = __match_any_sync(active, key);
+        if (lane == uint32_t(__ffs(peers) - 1)) atomicAdd(&histogram[key], uint32_t(__popc(peers)));
+      }
+    }
+    __syncthreads();  // the next tile overwrites the bordered tile
+  }
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < candidates.count * bins; i += block_threads)
+    if (histogram[i]) atomicAdd(&counts[i], histogram[i]);
+}
+
 }  // namespace
 
 TileRows tile_rows(const Dims& dims) {
@@ -1279,9 +1353,9 @@ TileRows tile_rows(const Dims& dims) {
 }
 
 DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
-                             const MissingValues& missing, Span span)
+                             const MissingValues& missing, const Prediction& prediction)
     : field_(field), type_(type), grid_(dims), stream_(stream), missing_(missing),
-      whole_(span == Span::chunk && missing.empty()) {
+      whole_(prediction.span == Span::chunk && missing.empty()), axes_(prediction.axes_of(dims)) {
   if (grid_.tile_count() >= (uint64_t(1) << 32)) fail(ErrorCode::invalid_argument, "field has too many tiles");
   const uint64_t tiles = grid_.tile_count();
   counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t), stream);
@@ -1327,13 +1401,13 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
     using S = decltype(shape);
     if (whole_)
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false, true>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
+                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch, axes_);
     else if (missing_.empty())
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
+                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch, axes_);
     else
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, true>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch);
+                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch, axes_);
   });
   trace::mark("lorenzo: encode queued");
 }
@@ -1360,13 +1434,13 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
     const Grid g = device_grid(grid_);
     if (whole_)
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false, true>, g, stream_, static_cast<const T*>(field_),
-                      g, constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
+                      g, constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
     else if (missing_.empty())
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
+                      constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
     else
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, true>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out);
+                      constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
   });
   return stream_buffer;
 }
@@ -1390,8 +1464,9 @@ Buffer DeviceEncoder::mask(uint64_t runs) {
 
 DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                              const Quantization& quant, cudaStream_t stream, const uint8_t* mask,
-                             uint64_t mask_size, const MissingValues& missing)
-    : type_(type), grid_(dims), quant_(quant), stream_(stream), missing_(missing) {
+                             uint64_t mask_size, const MissingValues& missing, Axes axes)
+    : type_(type), grid_(dims), quant_(quant), stream_(stream), axes_(axes ? axes : all_axes(dims.rank)),
+      missing_(missing) {
   require_data(outliers_size >= 16, "outlier stream shorter than its counts");
   require_data(grid_.tile_count() < (uint64_t(1) << 32), "field has too many tiles");
   if (!missing.empty()) index_mask(mask, mask_size);
@@ -1488,16 +1563,16 @@ void DeviceDecoder::decode_whole(const uint16_t* codes, void* field) const {
     if (view_.counts.escapes)
       whole_escapes_kernel<S::x, S::y, S::z><<<grid_for(view_.counts.escapes, 256), 256, 0, stream_>>>(
           view_.escape_keys, view_.escape_deltas, view_.counts.escapes, g, at);
-    if (ny * nz == 1) {  // one row: the shared scan (a warp walking 2^26 values took ~1 s); q[i] = sums[i + 1]
+    if ((axes_ & axis_x) && ny * nz == 1) {  // one row: the shared scan (a warp walking 2^26 values took ~1 s); q[i] = sums[i + 1]
       Buffer sums = Buffer::device((n + 1) * sizeof(uint32_t), stream_);
       varlen::exclusive_scan(DeltaTerms{at, n}, n, sums.as<uint32_t>(), 0u, varlen::Plus{}, stream_);
       copy_bytes_async(at, Location::device, sums.as<uint32_t>() + 1, Location::device, n * sizeof(int32_t), stream_);
-    } else {  // a warp a row (rows of up to a few thousand points in 2D and 3D chunks)
+    } else if (axes_ & axis_x) {  // a warp a row (rows of up to a few thousand points in 2D and 3D chunks)
       whole_scan_x_kernel<<<grid_for(ny * nz * 32, 256), 256, 0, stream_>>>(at, nx, ny * nz);
     }
-    if (ny > 1)  // lines along y: one per (x, z)
+    if (ny > 1 && (axes_ & axis_y))  // lines along y: one per (x, z)
       whole_scan_lines_kernel<<<grid_for(nx * nz, 256), 256, 0, stream_>>>(at, nx * nz, nx, nx * ny, ny, nx);
-    if (nz > 1)  // lines along z: one per (x, y)
+    if (nz > 1 && (axes_ & axis_z))  // lines along z: one per (x, y)
       whole_scan_lines_kernel<<<grid_for(nx * ny, 256), 256, 0, stream_>>>(at, nx * ny, nx * ny, nx * ny, nz, nx * ny);
     whole_values_kernel<T><<<grid_for(n, 256), 256, 0, stream_>>>(at, n, quant_.step, static_cast<T*>(field));
     if (view_.counts.exacts)
@@ -1525,14 +1600,46 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
     using T = decltype(zero);
     using S = decltype(shape);
     launch_on_tiles(decode_kernel<T, S::x, S::y, S::z>, g, stream_, window, o, mask, g, quant_.step,
-                    static_cast<T*>(field));
+                    static_cast<T*>(field), axes_);
   });
+}
+
+std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant,
+                                           const MissingValues& missing, Span span, const std::vector<Axes>& candidates,
+                                           cudaStream_t stream) {
+  const TileGrid grid(dims);
+  const uint32_t bins = axes_histogram_bins;
+  std::vector<uint64_t> counts(candidates.size() * bins);
+  if (grid.tile_count() == 0) return counts;
+  if (candidates.size() > 7 || grid.tile_count() >= (uint64_t(1) << 32))
+    fail(ErrorCode::invalid_argument, "lorenzo: axes sample of an unexpected shape");
+  AxesCandidates list{};
+  list.count = uint32_t(candidates.size());
+  std::copy(candidates.begin(), candidates.end(), list.axes);
+  const uint64_t stride = axes_sample_stride(grid.tile_count()), samples = (grid.tile_count() + stride - 1) / stride;
+  Buffer device_counts = Buffer::device(counts.size() * sizeof(uint32_t), stream);
+  FZG_CUDA_CHECK(cudaMemsetAsync(device_counts.data(), 0, device_counts.size(), stream));
+  const Grid g = device_grid(grid);
+  const bool across = span == Span::chunk && missing.empty();
+  with_shape(type, dims.rank, [&](auto zero, auto shape) {
+    using T = decltype(zero);
+    using S = decltype(shape);
+    auto kernel = across ? axes_histogram_kernel<T, S::x, S::y, S::z, true> : axes_histogram_kernel<T, S::x, S::y, S::z, false>;
+    kernel<<<resident_grid(kernel, block_threads, samples, 1), block_threads, 0, stream>>>(
+        static_cast<const T*>(field), g, constants_of<T>(quant), missing, stride, list, device_counts.as<uint32_t>());
+    FZG_CUDA_CHECK_LAUNCH();
+  });
+  std::vector<uint32_t> narrow(counts.size());
+  copy_bytes(narrow.data(), Location::host, device_counts.data(), Location::device, narrow.size() * sizeof(uint32_t),
+             stream);
+  std::copy(narrow.begin(), narrow.end(), counts.begin());
+  return counts;
 }
 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask,
-                   Buffer* data_codes, Span span) {
-  DeviceEncoder encoder(field, type, dims, stream, missing, span);
+                   Buffer* data_codes, const Prediction& prediction) {
+  DeviceEncoder encoder(field, type, dims, stream, missing, prediction);
   encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
   encoder.finish();
   const uint64_t n = dims.count();
@@ -1559,11 +1666,12 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                  DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
                  const uint8_t* mask, uint64_t mask_size, const MissingValues& missing, bool data_only,
-                 Span span) {
+                 const Prediction& prediction) {
   const uint64_t n = dims.count();
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
-  DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream, mask, mask_size, missing);
-  if (span == Span::chunk && missing.empty()) return decoder.decode_whole(codes, field);
+  DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream, mask, mask_size, missing,
+                        prediction.axes_of(dims));
+  if (prediction.span == Span::chunk && missing.empty()) return decoder.decode_whole(codes, field);
   if (missing.empty() || !data_only) return decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
   Buffer bits = Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream), all = Buffer::device(2 * n, stream);
   decoder.data_bits(bits.as<uint32_t>());

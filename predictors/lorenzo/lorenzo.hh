@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/missing_values.hh"
@@ -37,6 +38,27 @@ struct TileGrid {
   uint64_t tiles_x, tiles_y, tiles_z;
   explicit TileGrid(const Dims& d);
   uint64_t tile_count() const { return tiles_x * tiles_y * tiles_z; }
+};
+
+// How far prediction reaches: inside a tile (neighbours outside it count as 0; every tile
+// decodes alone), or across the whole chunk (neighbours outside the field count as 0; decoded
+// by prefix sums over the chunk). With fill values the stage predicts by tiles either way.
+enum class Span { tile, chunk };
+
+// The axes the Lorenzo stencil spans, as bits (x 1, y 2, z 4): the predictor is the product of
+// (1 - shift) over them, so a point is predicted from its lower neighbours along those axes
+// only and decoded by prefix sums along them only. Every axis of the field is cuSZ's Lorenzo;
+// at loose bounds one or two axes often predict better (the quantized field is coarse, and
+// each axis of the stencil adds its neighbours' rounding to the residual).
+using Axes = uint32_t;
+constexpr Axes axis_x = 1, axis_y = 2, axis_z = 4;
+constexpr Axes all_axes(int rank) { return rank >= 3 ? 7u : rank == 2 ? 3u : 1u; }
+
+// What the stage predicts with: its span and axes (0: every axis of the field).
+struct Prediction {
+  Span span = Span::tile;
+  Axes axes = 0;
+  Axes axes_of(const Dims& dims) const { return axes ? axes & all_axes(dims.rank) : all_axes(dims.rank); }
 };
 
 // The outlier stream:
@@ -72,10 +94,13 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid);
 // values' u64 bit patterns in the field's type (an f32's in the low 32 bits) and u64 1: the
 // codes are those of the points with data only (below). Headers without that last word
 // (files of the ninth session) hold a code for every point, in field order. `data_only` may
-// be null.
-std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing);
+// be null. Last, where the stage's "axes" are not every axis or its "span" is "auto", a u64
+// prediction record: the tag 0x73657861 ("axes") in bits 32-63, the axes in bits 0-2, 1 in bit
+// 8 for span "chunk" (absent: every axis, and the stage's "span").
+std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing,
+                                  const std::optional<Prediction>& record = {});
 void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing,
-                 bool* data_only = nullptr);
+                 bool* data_only = nullptr, std::optional<Prediction>* record = nullptr);
 
 // With fill values, a missing point takes its own Lorenzo prediction as its q (mask.hh), so
 // its delta is 0 by construction: the codes port holds the codes of the points with data
@@ -96,10 +121,35 @@ uint64_t gather_data_codes_cpu(const uint16_t* codes, const uint8_t* holds_data,
 void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const uint8_t* holds_data, uint64_t n,
                             uint16_t* codes);
 
-// How far prediction reaches: inside a tile (neighbours outside it count as 0; every tile
-// decodes alone), or across the whole chunk (neighbours outside the field count as 0; decoded
-// by prefix sums over the chunk). With fill values the stage predicts by tiles either way.
-enum class Span { tile, chunk };
+// Choosing from the data ("axes": "auto", "span": "auto"): the candidate axes are every
+// non-empty set of the field's axes, all of them first (cuSZ's stencil wins ties), each by
+// tiles and (span "auto", no fill values) across the chunk. A sample of whole tiles
+// (every stride-th tile, about 512 of them; with fill values only tiles all data) is coded
+// with each candidate as the encoder would, and each delta counted in one of
+// `axes_histogram_bins` bins (its value from -128 to 127, else its magnitude's bit length);
+// the candidate whose histogram costs the fewest bits (zero-order entropy, the bits below a
+// large magnitude's leading one, an escape's stored delta) is chosen: another than the first
+// only for a gain of 1 %, and across the chunk over by tiles only for 3 % (its decode is
+// slower: plain prefix sums over the chunk). The counts are integers and the same on every
+// backend, so the choice is too.
+constexpr uint32_t axes_histogram_bins = 281;
+FZG_HOST_DEVICE uint32_t axes_histogram_bin(int32_t delta) {
+  if (delta >= -128 && delta < 128) return uint32_t(delta + 128);
+  const uint32_t sign = uint32_t(delta) >> 31, magnitude = (uint32_t(delta) ^ (0u - sign)) + sign;
+  uint32_t bits = 0;
+  for (uint32_t m = magnitude; m; m >>= 1) ++bits;
+  return 256 + bits - 8;  // bit lengths 8..32
+}
+std::vector<Axes> axes_candidates(int rank);
+uint64_t axes_sample_stride(uint64_t tiles);
+// Counts: candidates x axes_histogram_bins, in the candidates' order.
+Prediction choose_prediction(const std::vector<Prediction>& candidates, const std::vector<uint64_t>& counts);
+// The histograms of the sample (span: the stage's; by tiles with fill values).
+std::vector<uint64_t> axes_histograms_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant,
+                                          const MissingValues& missing, Span span, const std::vector<Axes>& candidates);
+std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant,
+                                           const MissingValues& missing, Span span, const std::vector<Axes>& candidates,
+                                           cudaStream_t stream);
 
 // CPU reference. `codes` has room for count() values; the outlier stream is returned, and the
 // number of codes written to *code_count (count(), or with fill values the points with data).
@@ -107,11 +157,11 @@ enum class Span { tile, chunk };
 // `code_count` codes, or count() in field order where `data_only` is false).
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                   uint64_t* code_count, const MissingValues& missing = {}, Buffer* mask = nullptr,
-                  Span span = Span::tile);
+                  const Prediction& prediction = {});
 void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                 DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask = nullptr,
                 uint64_t mask_size = 0, const MissingValues& missing = {}, bool data_only = true,
-                Span span = Span::tile);
+                const Prediction& prediction = {});
 
 // The GPU's flags of the points with data: a bit a point, by rows of the field (y + ny z; one
 // row in 1D) of words_per_row() 32-bit words, bit j of a row's word w being its point
@@ -148,11 +198,11 @@ void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const u
 // scratch: the missing points' codes are never written).
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
-                   Buffer* mask = nullptr, Buffer* data_codes = nullptr, Span span = Span::tile);
+                   Buffer* mask = nullptr, Buffer* data_codes = nullptr, const Prediction& prediction = {});
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                  DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
                  const uint8_t* mask = nullptr, uint64_t mask_size = 0, const MissingValues& missing = {},
-                 bool data_only = true, Span span = Span::tile);
+                 bool data_only = true, const Prediction& prediction = {});
 
 #ifdef FZG_HAVE_CUDA
 // Device coding by tile rows (encode_cuda and decode_cuda run all rows of their field). A
@@ -173,7 +223,7 @@ class DeviceEncoder {
  public:
   // Span::chunk (without fill values only): neighbours across tile borders.
   DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
-                const MissingValues& missing = {}, Span span = Span::tile);
+                const MissingValues& missing = {}, const Prediction& prediction = {});
   void encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                    uint64_t window_first);
   // Once every row is queued: finds the tiles whose mask runs repeat (mask.hh).
@@ -199,6 +249,7 @@ class DeviceEncoder {
   cudaStream_t stream_;
   MissingValues missing_;
   bool whole_ = false;  // Span::chunk
+  Axes axes_;
   Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts and repeat flags
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
   Buffer data_bits_;   // with fill values: DataBits
@@ -210,7 +261,7 @@ class DeviceDecoder {
   // when there are outliers, one to read their counts.
   DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                 const Quantization& quant, cudaStream_t stream, const uint8_t* mask = nullptr,
-                uint64_t mask_size = 0, const MissingValues& missing = {});
+                uint64_t mask_size = 0, const MissingValues& missing = {}, Axes axes = 0);
   // Writes point i at [i - field_first] of `field` (a window of the output, or all of it).
   void decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first, void* field,
                    uint64_t field_first = 0);
@@ -226,6 +277,7 @@ class DeviceDecoder {
   TileGrid grid_;
   Quantization quant_;
   cudaStream_t stream_;
+  Axes axes_;
   void index_mask(const uint8_t* mask, uint64_t mask_size);
   MissingValues missing_;
   OutlierView view_;

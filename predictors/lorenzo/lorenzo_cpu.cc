@@ -42,11 +42,18 @@ struct Outliers {
 
 constexpr uint32_t max_tile_volume = 2048;
 
+// Whether a stencil term that steps back along the axes (dx, dy, dz) is in the stencil of
+// `axes`: the terms of (1 - X)(1 - Y)(1 - Z) along other axes drop out (lorenzo.hh).
+bool in_stencil(Axes axes, int dx, int dy, int dz) {
+  return !((dx && !(axes & axis_x)) || (dy && !(axes & axis_y)) || (dz && !(axes & axis_z)));
+}
+
 // The Lorenzo prediction of tile point (x, y, z) from its lower neighbours in `q` (0 outside
-// the tile), in wrapping 32-bit arithmetic; 1D and 2D tiles have no y or z neighbours.
-int32_t prediction(const TileShape& s, const int32_t* q, uint32_t x, uint32_t y, uint32_t z) {
+// the tile) along `axes`, in wrapping 32-bit arithmetic; 1D and 2D tiles have no y or z
+// neighbours.
+int32_t prediction(const TileShape& s, const int32_t* q, uint32_t x, uint32_t y, uint32_t z, Axes axes) {
   auto at = [&](int dx, int dy, int dz) -> int32_t {
-    if ((dx && x == 0) || (dy && y == 0) || (dz && z == 0)) return 0;
+    if ((dx && x == 0) || (dy && y == 0) || (dz && z == 0) || !in_stencil(axes, dx, dy, dz)) return 0;
     return q[(x - dx) + s.x * ((y - dy) + s.y * (z - dz))];
   };
   int32_t pred = wrapping_add(wrapping_add(at(1, 0, 0), at(0, 1, 0)), at(0, 0, 1));
@@ -56,12 +63,12 @@ int32_t prediction(const TileShape& s, const int32_t* q, uint32_t x, uint32_t y,
 
 // Missing points take their own prediction, in raster order so that each sees its
 // neighbours' final q (mask.hh): their delta is 0, and their codes are left out.
-void predict_missing(const TileShape& s, const TileBox& b, const uint8_t* symbols, int32_t* q) {
+void predict_missing(const TileShape& s, const TileBox& b, const uint8_t* symbols, Axes axes, int32_t* q) {
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
-        if (symbols[l]) q[l] = prediction(s, q, x, y, z);
+        if (symbols[l]) q[l] = prediction(s, q, x, y, z, axes);
       }
 }
 
@@ -83,7 +90,7 @@ void append_runs(const TileShape& s, const uint8_t* symbols, std::vector<uint16_
 // With fill values, `holds_data` gets each point's flag (field order): 1 where it holds data.
 template <typename T>
 void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantization& quant,
-                 const MissingValues& missing, uint16_t* codes, uint8_t* holds_data, Outliers<T>& out) {
+                 const MissingValues& missing, Axes axes, uint16_t* codes, uint8_t* holds_data, Outliers<T>& out) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume();
@@ -114,7 +121,7 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
     all_missing = missing_keys == s.volume();
     // A missing point's q is its prediction from the q before it; with no point of data
     // among them every one is 0 (left unset: nothing reads them).
-    if (missing_keys > 0 && !all_missing) predict_missing(s, b, symbols, q);
+    if (missing_keys > 0 && !all_missing) predict_missing(s, b, symbols, axes, q);
     const size_t before = out.mask_runs.size();
     append_runs(s, symbols, out.mask_runs);
     out.tile_runs.push_back(uint32_t(out.mask_runs.size() - before));
@@ -124,7 +131,7 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
-        const int32_t delta = wrapping_sub(q[l], prediction(s, q, x, y, z));
+        const int32_t delta = wrapping_sub(q[l], prediction(s, q, x, y, z, axes));
         uint16_t& code = codes[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
         if (!encode_delta(delta, &code)) {
           out.escape_keys.push_back(key0 + l);
@@ -186,7 +193,8 @@ void quantize_tile(const T* field, const TileGrid& g, uint64_t tile, const Quant
 }
 
 template <typename T>
-void whole_deltas_tile(const TileGrid& g, uint64_t tile, const int32_t* q, uint16_t* codes, Outliers<T>& out) {
+void whole_deltas_tile(const TileGrid& g, uint64_t tile, const int32_t* q, Axes axes, uint16_t* codes,
+                       Outliers<T>& out) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume(), nx = g.dims.x, plane = g.dims.x * g.dims.y;
@@ -195,7 +203,7 @@ void whole_deltas_tile(const TileGrid& g, uint64_t tile, const int32_t* q, uint1
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint64_t gx = b.x0 + x, gy = b.y0 + y, gz = b.z0 + z, i = gx + nx * gy + plane * gz;
         auto at = [&](int dx, int dy, int dz) -> int32_t {
-          if ((dx && gx == 0) || (dy && gy == 0) || (dz && gz == 0)) return 0;
+          if ((dx && gx == 0) || (dy && gy == 0) || (dz && gz == 0) || !in_stencil(axes, dx, dy, dz)) return 0;
           return q[i - dx - nx * dy - plane * dz];
         };
         int32_t pred = wrapping_add(wrapping_add(at(1, 0, 0), at(0, 1, 0)), at(0, 0, 1));
@@ -211,7 +219,7 @@ void whole_deltas_tile(const TileGrid& g, uint64_t tile, const int32_t* q, uint1
 
 template <typename T>
 Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, const MissingValues& missing,
-                    uint16_t* codes, uint8_t* holds_data, Buffer* mask, bool whole) {
+                    uint16_t* codes, uint8_t* holds_data, Buffer* mask, bool whole, Axes axes) {
   const TileGrid grid(dims);
   const int threads = omp_get_max_threads();
   std::vector<Outliers<T>> parts(threads);
@@ -223,10 +231,10 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
     if (whole) {
       for (uint64_t tile = first; tile < last; ++tile) quantize_tile(field, grid, tile, quant, q.data(), parts[t]);
 #pragma omp barrier
-      for (uint64_t tile = first; tile < last; ++tile) whole_deltas_tile(grid, tile, q.data(), codes, parts[t]);
+      for (uint64_t tile = first; tile < last; ++tile) whole_deltas_tile(grid, tile, q.data(), axes, codes, parts[t]);
     } else {
       for (uint64_t tile = first; tile < last; ++tile)
-        encode_tile(field, grid, tile, quant, missing, codes, holds_data, parts[t]);
+        encode_tile(field, grid, tile, quant, missing, axes, codes, holds_data, parts[t]);
     }
   }
   if (mask) *mask = mask_stream(parts, grid);
@@ -299,7 +307,7 @@ bool fill_missing_tile(const uint8_t* symbols, const MissingValues& missing, con
 // `symbols`: each point's mask symbol in field order (mask_symbols), null without fill values.
 template <typename T>
 void decode_tile(const uint16_t* codes, const OutlierView& o, const uint8_t* symbols, const MissingValues& missing,
-                 const TileGrid& g, uint64_t tile, const Quantization& quant, T* field) {
+                 const TileGrid& g, uint64_t tile, const Quantization& quant, Axes axes, T* field) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   if (symbols && fill_missing_tile(symbols, missing, g, b, field)) return;
@@ -312,20 +320,20 @@ void decode_tile(const uint16_t* codes, const OutlierView& o, const uint8_t* sym
   const uint64_t* escape_end = o.escape_keys + o.counts.escapes;
   for (const uint64_t* k = std::lower_bound(o.escape_keys, escape_end, key0); k != escape_end && *k < key1; ++k)
     q[*k - key0] = o.escape_deltas[k - o.escape_keys];
-  // Inverse Lorenzo: wrapping prefix sums along x, then y, then z.
-  for (uint32_t z = 0; z < b.ez; ++z)
+  // Inverse Lorenzo: wrapping prefix sums along x, then y, then z (the stencil's axes).
+  for (uint32_t z = 0; z < b.ez && (axes & axis_x); ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 1; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
         q[l] = wrapping_add(q[l], q[l - 1]);
       }
-  for (uint32_t z = 0; z < b.ez; ++z)
+  for (uint32_t z = 0; z < b.ez && (axes & axis_y); ++z)
     for (uint32_t y = 1; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
         q[l] = wrapping_add(q[l], q[l - s.x]);
       }
-  for (uint32_t z = 1; z < b.ez; ++z)
+  for (uint32_t z = 1; z < b.ez && (axes & axis_z); ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
@@ -385,7 +393,8 @@ MaskView read_mask(const uint8_t* stream, uint64_t size_bytes, const TileGrid& g
 // Whole-chunk prediction's inverse: every point's delta (escapes patched in), wrapping prefix
 // sums along x, y and z over the whole field, the values, then the exact values.
 template <typename T>
-void decode_whole(const uint16_t* codes, const OutlierView& o, const Dims& dims, const Quantization& quant, T* field) {
+void decode_whole(const uint16_t* codes, const OutlierView& o, const Dims& dims, const Quantization& quant, Axes axes,
+                  T* field) {
   const TileGrid g(dims);
   const uint64_t n = dims.count(), nx = dims.x, ny = dims.y, nz = dims.z, plane = nx * ny;
   std::vector<int32_t> q(n);
@@ -398,16 +407,16 @@ void decode_whole(const uint16_t* codes, const OutlierView& o, const Dims& dims,
   };
   for (uint64_t e = 0; e < o.counts.escapes; ++e) q[point_of(o.escape_keys[e])] = o.escape_deltas[e];
 #pragma omp parallel for schedule(static)
-  for (int64_t row = 0; row < int64_t(ny * nz); ++row)
+  for (int64_t row = 0; row < int64_t(axes & axis_x ? ny * nz : 0); ++row)
     for (uint64_t x = 1; x < nx; ++x) q[row * nx + x] = wrapping_add(q[row * nx + x], q[row * nx + x - 1]);
 #pragma omp parallel for schedule(static)
-  for (int64_t z = 0; z < int64_t(nz); ++z)
+  for (int64_t z = 0; z < int64_t(axes & axis_y ? nz : 0); ++z)
     for (uint64_t y = 1; y < ny; ++y)
       for (uint64_t x = 0; x < nx; ++x) {
         const uint64_t i = z * plane + y * nx + x;
         q[i] = wrapping_add(q[i], q[i - nx]);
       }
-  for (uint64_t z = 1; z < nz; ++z)
+  for (uint64_t z = 1; z < nz && (axes & axis_z); ++z)
 #pragma omp parallel for schedule(static)
     for (int64_t j = 0; j < int64_t(plane); ++j) q[z * plane + j] = wrapping_add(q[z * plane + j], q[(z - 1) * plane + j]);
 #pragma omp parallel for schedule(static)
@@ -418,12 +427,12 @@ void decode_whole(const uint16_t* codes, const OutlierView& o, const Dims& dims,
 
 template <typename T>
 void decode_typed(const uint16_t* codes, const OutlierView& view, const uint8_t* symbols, const MissingValues& missing,
-                  const Dims& dims, const Quantization& quant, T* field) {
+                  const Dims& dims, const Quantization& quant, Axes axes, T* field) {
   const TileGrid grid(dims);
   const int64_t tiles = int64_t(grid.tile_count());
 #pragma omp parallel for schedule(static)
   for (int64_t tile = 0; tile < tiles; ++tile)
-    decode_tile(codes, view, symbols, missing, grid, uint64_t(tile), quant, field);
+    decode_tile(codes, view, symbols, missing, grid, uint64_t(tile), quant, axes, field);
 }
 
 // A mask stream's runs, aligned (a stored stream may start at any byte) and indexed.
@@ -461,7 +470,64 @@ std::vector<uint8_t> data_flags(const std::vector<uint8_t>& symbols) {
   return holds_data;
 }
 
+// The sample's delta histograms for "axes": "auto" (lorenzo.hh): each sampled tile's q in a box
+// bordered on every axis (its low neighbours' q with `across`, else 0), then each point's
+// delta under each candidate. A tile with a missing point is left out.
+template <typename T>
+void axes_histograms_typed(const T* field, const Dims& dims, const Quantization& quant, const MissingValues& missing,
+                           bool across, const std::vector<Axes>& candidates, uint64_t* counts) {
+  const TileGrid g(dims);
+  const TileShape s = g.tile;
+  const uint64_t stride = axes_sample_stride(g.tile_count());
+  const double inverse_step = 1.0 / quant.step;
+  const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
+  const uint32_t px = s.x + 1, py = s.y + 1;
+  std::vector<int32_t> box(uint64_t(px) * py * (s.z + 1));
+  for (uint64_t tile = 0; tile < g.tile_count(); tile += stride) {
+    const TileBox b = tile_box(g, tile);
+    std::fill(box.begin(), box.end(), 0);
+    bool has_missing = false;
+    for (int64_t z = -1; z < int64_t(b.ez); ++z)
+      for (int64_t y = -1; y < int64_t(b.ey); ++y)
+        for (int64_t x = -1; x < int64_t(b.ex); ++x) {
+          const bool border = x < 0 || y < 0 || z < 0;
+          const int64_t gx = int64_t(b.x0) + x, gy = int64_t(b.y0) + y, gz = int64_t(b.z0) + z;
+          if ((border && !across) || gx < 0 || gy < 0 || gz < 0) continue;
+          const T value = field[uint64_t(gx) + dims.x * (uint64_t(gy) + dims.y * uint64_t(gz))];
+          if (!border && missing.symbol_of(value)) has_missing = true;
+          prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below,
+                      &box[uint64_t(x + 1) + px * (uint64_t(y + 1) + py * uint64_t(z + 1))]);
+        }
+    if (has_missing) continue;
+    for (uint32_t z = 0; z < b.ez; ++z)
+      for (uint32_t y = 0; y < b.ey; ++y)
+        for (uint32_t x = 0; x < b.ex; ++x) {
+          const uint64_t cell = (x + 1) + px * ((y + 1) + uint64_t(py) * (z + 1));
+          for (size_t c = 0; c < candidates.size(); ++c) {
+            auto at = [&](int dx, int dy, int dz) -> uint32_t {
+              return in_stencil(candidates[c], dx, dy, dz) ? uint32_t(box[cell - dx - px * (dy + uint64_t(py) * dz)])
+                                                           : 0u;
+            };
+            const uint32_t pred = at(1, 0, 0) + at(0, 1, 0) + at(0, 0, 1) - at(1, 1, 0) - at(1, 0, 1) - at(0, 1, 1) +
+                                  at(1, 1, 1);
+            ++counts[c * axes_histogram_bins + axes_histogram_bin(int32_t(uint32_t(box[cell]) - pred))];
+          }
+        }
+  }
+}
+
 }  // namespace
+
+std::vector<uint64_t> axes_histograms_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant,
+                                          const MissingValues& missing, Span span, const std::vector<Axes>& candidates) {
+  std::vector<uint64_t> counts(candidates.size() * axes_histogram_bins);
+  const bool across = span == Span::chunk && missing.empty();
+  if (type == DType::f32)
+    axes_histograms_typed(static_cast<const float*>(field), dims, quant, missing, across, candidates, counts.data());
+  else
+    axes_histograms_typed(static_cast<const double*>(field), dims, quant, missing, across, candidates, counts.data());
+  return counts;
+}
 
 void mask_data_flags_cpu(const uint8_t* mask, uint64_t mask_size, const Dims& dims, const MissingValues& missing,
                          uint8_t* holds_data) {
@@ -486,14 +552,15 @@ void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const ui
 }
 
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
-                  uint64_t* code_count, const MissingValues& missing, Buffer* mask, Span span) {
+                  uint64_t* code_count, const MissingValues& missing, Buffer* mask, const Prediction& prediction) {
   const uint64_t n = dims.count();
   std::vector<uint8_t> holds_data(missing.empty() ? 0 : n);
-  const bool whole = span == Span::chunk && missing.empty();
-  Buffer outliers =
-      type == DType::f32
-          ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes, holds_data.data(), mask, whole)
-          : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes, holds_data.data(), mask, whole);
+  const bool whole = prediction.span == Span::chunk && missing.empty();
+  const Axes axes = prediction.axes_of(dims);
+  Buffer outliers = type == DType::f32 ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes,
+                                                      holds_data.data(), mask, whole, axes)
+                                       : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes,
+                                                      holds_data.data(), mask, whole, axes);
   // With fill values, the points with data only (the others' deltas are 0), in place.
   *code_count = missing.empty() ? n : gather_data_codes_cpu(codes, holds_data.data(), n, codes);
   return outliers;
@@ -501,7 +568,7 @@ Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantiz
 
 void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                 DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask,
-                uint64_t mask_size, const MissingValues& missing, bool data_only, Span span) {
+                uint64_t mask_size, const MissingValues& missing, bool data_only, const Prediction& prediction) {
   const uint64_t n = dims.count();
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   // The stream is copied so that its arrays are aligned whatever the container's offsets.
@@ -519,13 +586,14 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
       codes = all.data();
     }
   }
-  if (span == Span::chunk && missing.empty()) {
-    if (type == DType::f32) return decode_whole(codes, view, dims, quant, static_cast<float*>(field));
-    return decode_whole(codes, view, dims, quant, static_cast<double*>(field));
+  const Axes axes = prediction.axes_of(dims);
+  if (prediction.span == Span::chunk && missing.empty()) {
+    if (type == DType::f32) return decode_whole(codes, view, dims, quant, axes, static_cast<float*>(field));
+    return decode_whole(codes, view, dims, quant, axes, static_cast<double*>(field));
   }
   const uint8_t* at = missing.empty() ? nullptr : symbols.data();
-  if (type == DType::f32) return decode_typed(codes, view, at, missing, dims, quant, static_cast<float*>(field));
-  decode_typed(codes, view, at, missing, dims, quant, static_cast<double*>(field));
+  if (type == DType::f32) return decode_typed(codes, view, at, missing, dims, quant, axes, static_cast<float*>(field));
+  decode_typed(codes, view, at, missing, dims, quant, axes, static_cast<double*>(field));
 }
 
 }  // namespace fzg::lorenzo

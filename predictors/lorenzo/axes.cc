@@ -1,0 +1,64 @@
+// Choosing the Lorenzo stencil's axes and span from a sample of the field ("auto", lorenzo.hh):
+// the candidates, the sample and the cost of a candidate's delta histogram, shared by both
+// backends (each counts the sample's deltas; the choice is made here, on the host).
+#include <cmath>
+
+#include "core/error.hh"
+#include "predictors/lorenzo/lorenzo.hh"
+
+namespace fzg::lorenzo {
+
+std::vector<Axes> axes_candidates(int rank) {
+  switch (rank) {
+    case 1: return {axis_x};
+    case 2: return {axis_x | axis_y, axis_x, axis_y};
+    default:
+      return {axis_x | axis_y | axis_z, axis_x | axis_y, axis_x | axis_z, axis_y | axis_z, axis_x, axis_y, axis_z};
+  }
+}
+
+// About 512 tiles (1 M points in 3D): enough to tell the candidates apart on a real field,
+// little beside coding the field.
+uint64_t axes_sample_stride(uint64_t tiles) { return tiles / 512 > 1 ? tiles / 512 : 1; }
+
+namespace {
+// Bits a histogram costs: the zero-order entropy of its bins, the bits below the leading one
+// of the magnitudes past the small bins, and an escape's stored delta (32 bits and a 64-bit
+// key) for magnitudes past a code's 15 bits.
+double histogram_bits(const uint64_t* counts) {
+  uint64_t total = 0;
+  for (uint32_t b = 0; b < axes_histogram_bins; ++b) total += counts[b];
+  double bits = 0;
+  for (uint32_t b = 0; b < axes_histogram_bins; ++b) {
+    if (!counts[b]) continue;
+    const double n = double(counts[b]);
+    bits += n * std::log2(double(total) / n);
+    if (b >= 256) {
+      const uint32_t length = b - 256 + 8;
+      bits += n * (length - 1);
+      if (length > 15) bits += n * 96;
+    }
+  }
+  return bits;
+}
+}  // namespace
+
+Prediction choose_prediction(const std::vector<Prediction>& candidates, const std::vector<uint64_t>& counts) {
+  if (candidates.empty() || counts.size() != candidates.size() * axes_histogram_bins)
+    fail(ErrorCode::invalid_argument, "lorenzo: prediction histograms of the wrong size");
+  // The best of each span in turn: a later candidate only for a clear gain (1 %), since the
+  // estimate is not the coder's size (a Huffman code's length limit and escapes, zero-block's
+  // words move it by about 1 % at tight bounds) and a near tie should not hang on rounding.
+  const Prediction* best[2] = {nullptr, nullptr};
+  double best_bits[2] = {0, 0};
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const int span = candidates[c].span == Span::chunk;
+    const double bits = histogram_bits(counts.data() + c * axes_histogram_bins);
+    if (!best[span] || bits < best_bits[span] * 0.99) best[span] = &candidates[c], best_bits[span] = bits;
+  }
+  // Across the chunk only for 3 % over the best by tiles: it decodes at about half the speed.
+  if (!best[0] || (best[1] && best_bits[1] < best_bits[0] * 0.97)) return *best[1];
+  return *best[0];
+}
+
+}  // namespace fzg::lorenzo
