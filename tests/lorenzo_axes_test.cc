@@ -18,7 +18,7 @@ constexpr float land = 1e20f;
 
 // A smooth field with noise, and with `fill` a blob of land (and a few lone
 // land points).
-std::vector<float> test_field(const Dims &d, bool fill) {
+std::vector<float> test_field(const Dims& d, bool fill) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> noise(-0.05f, 0.05f);
   std::vector<float> v(d.count());
@@ -26,25 +26,20 @@ std::vector<float> test_field(const Dims &d, bool fill) {
     for (uint64_t y = 0; y < d.y; ++y)
       for (uint64_t x = 0; x < d.x; ++x) {
         const uint64_t i = x + d.x * (y + d.y * z);
-        v[i] = std::sin(0.11f * x) + std::cos(0.07f * y) * 0.5f + 0.03f * z +
-               noise(rng);
+        v[i] = std::sin(0.11f * x) + std::cos(0.07f * y) * 0.5f + 0.03f * z + noise(rng);
         const float dx = float(x) - 0.3f * d.x, dy = float(y) - 0.6f * d.y;
-        if (fill && (dx * dx + dy * dy < 0.04f * d.x * d.y || i % 397 == 5))
-          v[i] = land;
+        if (fill && (dx * dx + dy * dy < 0.04f * d.x * d.y || i % 397 == 5)) v[i] = land;
       }
   return v;
 }
 
 std::vector<std::string> axes_of_rank(int rank) {
-  if (rank == 1)
-    return {"x", "xyz"};
-  if (rank == 2)
-    return {"x", "y", "xy"};
+  if (rank == 1) return {"x", "xyz"};
+  if (rank == 2) return {"x", "y", "xy"};
   return {"x", "y", "z", "xy", "xz", "yz", "xyz"};
 }
 
-Buffer compress_on(Device device, const Graph &graph,
-                   const std::vector<float> &v, const Dims &d, double bound) {
+Buffer compress_on(Device device, const Graph& graph, const std::vector<float>& v, const Dims& d, double bound) {
   CompressOptions options;
   options.device = device;
   options.bound = {ErrorMode::abs, bound};
@@ -52,45 +47,35 @@ Buffer compress_on(Device device, const Graph &graph,
 }
 
 TEST(LorenzoAxes, EveryStencilHoldsTheBoundOnEveryBackend) {
-  for (const Dims &d :
-       {Dims::make({3000}), Dims::make({70, 45}), Dims::make({40, 20, 18})})
+  for (const Dims& d : {Dims::make({3000}), Dims::make({70, 45}), Dims::make({40, 20, 18})})
     for (bool fill : {false, true})
       for (const std::string span : {"tile", "chunk"})
-        for (const std::string &axes : axes_of_rank(d.rank)) {
-          SCOPED_TRACE(std::to_string(d.rank) + "D axes " + axes + " span " +
-                       span + (fill ? " fill" : ""));
+        for (const std::string& axes : axes_of_rank(d.rank)) {
+          SCOPED_TRACE(std::to_string(d.rank) + "D axes " + axes + " span " + span + (fill ? " fill" : ""));
           const std::vector<float> v = test_field(d, fill);
-          Graph graph =
-              testing::fz_with_lorenzo({{"axes", axes}, {"span", span}});
-          if (fill)
-            graph = graph.with_fill_values({double(land)});
+          Graph graph = testing::fz_with_lorenzo({{"axes", axes}, {"span", span}});
+          if (fill) graph = graph.with_fill_values({double(land)});
           const double bound = 1e-3;
           const Buffer file = compress_on(Device::cpu, graph, v, d, bound);
           const Decompressed out = decompress(file, {});
-          const float *back = out.data.as<float>();
+          const float* back = out.data.as<float>();
           uint64_t over = 0;
           for (uint64_t i = 0; i < v.size(); ++i)
-            over += v[i] == land
-                        ? std::memcmp(&v[i], &back[i], 4) != 0
-                        : !(std::fabs(double(v[i]) - back[i]) <= bound);
+            over += v[i] == land ? std::memcmp(&v[i], &back[i], 4) != 0 : !(std::fabs(double(v[i]) - back[i]) <= bound);
           EXPECT_EQ(over, 0u);
-          if (!cuda_available())
-            continue;
+          if (!cuda_available()) continue;
           const Buffer gpu_file = compress_on(Device::cuda, graph, v, d, bound);
           ASSERT_EQ(gpu_file.size(), file.size());
           EXPECT_EQ(std::memcmp(gpu_file.data(), file.data(), file.size()), 0);
           DecompressOptions on_gpu;
           on_gpu.device = Device::cuda;
           const Decompressed gpu_out = decompress(file, on_gpu);
-          EXPECT_EQ(std::memcmp(gpu_out.data.data(), out.data.data(),
-                                out.data.size()),
-                    0);
+          EXPECT_EQ(std::memcmp(gpu_out.data.data(), out.data.data(), out.data.size()), 0);
         }
 }
 
 // The prediction "auto" records for a field, sampled where `device` says.
-lorenzo::Prediction chosen(const std::vector<float> &v, const Dims &d,
-                           const nlohmann::json &params, Device device) {
+lorenzo::Prediction chosen(const std::vector<float>& v, const Dims& d, const nlohmann::json& params, Device device) {
   const auto stage = make_stage("lorenzo", params);
   StageContext ctx;
   ctx.device = device;
@@ -100,16 +85,13 @@ lorenzo::Prediction chosen(const std::vector<float> &v, const Dims &d,
   summary.bound = {ErrorMode::abs, 1e-3};
   finite_range(v.data(), DType::f32, v.size(), &summary.min, &summary.max);
   Buffer field = testing::host_buffer(v);
-  if (device == Device::cuda)
-    field = to_device(field, nullptr);
+  if (device == Device::cuda) field = to_device(field, nullptr);
   summary.field = &field;
   Quantization quant;
   MissingValues missing;
   std::optional<lorenzo::Prediction> record;
-  lorenzo::read_header(stage->make_header(ctx, summary), &quant, &missing,
-                       nullptr, &record);
-  if (!record)
-    ADD_FAILURE() << "no prediction record";
+  lorenzo::read_header(stage->make_header(ctx, summary), &quant, &missing, nullptr, &record);
+  if (!record) ADD_FAILURE() << "no prediction record";
   return record.value_or(lorenzo::Prediction{});
 }
 
@@ -119,21 +101,15 @@ lorenzo::Prediction chosen(const std::vector<float> &v, const Dims &d,
 TEST(LorenzoAxes, AutoChoosesTheAxesAlongWhichTheFieldIsConstant) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> noise(-1.0f, 1.0f);
-  for (const Dims &d : {Dims::make({96, 40}), Dims::make({64, 24, 20})}) {
+  for (const Dims& d : {Dims::make({96, 40}), Dims::make({64, 24, 20})}) {
     std::vector<float> along_x(d.x), v(d.count());
-    for (float &a : along_x)
-      a = noise(rng);
-    for (uint64_t i = 0; i < v.size(); ++i)
-      v[i] = along_x[i % d.x];
-    const lorenzo::Axes expected =
-        d.rank == 2 ? lorenzo::axis_y : lorenzo::axis_y | lorenzo::axis_z;
+    for (float& a : along_x) a = noise(rng);
+    for (uint64_t i = 0; i < v.size(); ++i) v[i] = along_x[i % d.x];
+    const lorenzo::Axes expected = d.rank == 2 ? lorenzo::axis_y : lorenzo::axis_y | lorenzo::axis_z;
     for (const std::string span : {"tile", "chunk"})
       for (Device device : {Device::cpu, Device::cuda}) {
-        if (device == Device::cuda && !cuda_available())
-          continue;
-        EXPECT_EQ(chosen(v, d, {{"axes", "auto"}, {"span", span}}, device).axes,
-                  expected)
-            << span;
+        if (device == Device::cuda && !cuda_available()) continue;
+        EXPECT_EQ(chosen(v, d, {{"axes", "auto"}, {"span", span}}, device).axes, expected) << span;
       }
     // A smooth field, large beside the bound, keeps every axis.
     std::vector<float> smooth(d.count());
@@ -141,8 +117,7 @@ TEST(LorenzoAxes, AutoChoosesTheAxesAlongWhichTheFieldIsConstant) {
       const uint64_t x = i % d.x, y = i / d.x % d.y, z = i / (d.x * d.y);
       smooth[i] = 100.0f * std::sin(0.05f * x + 0.03f * y + 0.04f * z);
     }
-    const lorenzo::Prediction p =
-        chosen(smooth, d, {{"axes", "auto"}, {"span", "auto"}}, Device::cpu);
+    const lorenzo::Prediction p = chosen(smooth, d, {{"axes", "auto"}, {"span", "auto"}}, Device::cpu);
     EXPECT_EQ(p.axes, lorenzo::all_axes(d.rank));
     // Its tiles' borders cost it far more than 3 %: across the chunk.
     EXPECT_EQ(p.span, lorenzo::Span::chunk);
@@ -153,39 +128,31 @@ TEST(LorenzoAxes, AutoChoosesTheAxesAlongWhichTheFieldIsConstant) {
 // all data only).
 TEST(LorenzoAxes, SampleCountsAreTheSameOnBothBackends) {
   FZG_REQUIRE_GPU();
-  for (const Dims &d :
-       {Dims::make({5000}), Dims::make({130, 70}), Dims::make({70, 33, 41})})
+  for (const Dims& d : {Dims::make({5000}), Dims::make({130, 70}), Dims::make({70, 33, 41})})
     for (bool fill : {false, true})
       for (lorenzo::Span span : {lorenzo::Span::tile, lorenzo::Span::chunk}) {
         const std::vector<float> v = test_field(d, fill);
         double min = 0, max = 0;
-        const MissingValues missing =
-            fill ? missing_values_of({double(land)}, DType::f32)
-                 : MissingValues{};
+        const MissingValues missing = fill ? missing_values_of({double(land)}, DType::f32) : MissingValues{};
         finite_range(v.data(), DType::f32, v.size(), &min, &max, &missing);
-        const Quantization quant = lorenzo::resolve_quantization(
-            {ErrorMode::abs, 1e-3}, DType::f32, min, max);
+        const Quantization quant = lorenzo::resolve_quantization({ErrorMode::abs, 1e-3}, DType::f32, min, max);
         const auto candidates = lorenzo::axes_candidates(d.rank);
-        const auto cpu = lorenzo::axes_histograms_cpu(
-            v.data(), DType::f32, d, quant, missing, span, candidates);
+        const std::vector<lorenzo::Span> spans =
+            span == lorenzo::Span::tile ? std::vector<lorenzo::Span>{span}
+                                        : std::vector<lorenzo::Span>{lorenzo::Span::tile, lorenzo::Span::chunk};
+        const auto cpu = lorenzo::axes_histograms_cpu(v.data(), DType::f32, d, quant, missing, spans, candidates);
         const Buffer on_device = to_device(testing::host_buffer(v), nullptr);
-        const auto gpu = lorenzo::axes_histograms_cuda(
-            on_device.data(), DType::f32, d, quant, missing, span, candidates,
-            nullptr);
+        const auto gpu =
+            lorenzo::axes_histograms_cuda(on_device.data(), DType::f32, d, quant, missing, spans, candidates, nullptr);
         ASSERT_EQ(cpu.size(), gpu.size());
         for (size_t i = 0; i < cpu.size(); ++i)
-          ASSERT_EQ(cpu[i], gpu[i])
-              << d.rank << "D" << (fill ? " fill" : "")
-              << (span == lorenzo::Span::chunk ? " chunk" : "")
-              << ": candidate " << i / lorenzo::axes_histogram_bins << " bin "
-              << i % lorenzo::axes_histogram_bins;
+          ASSERT_EQ(cpu[i], gpu[i]) << d.rank << "D" << (fill ? " fill" : "")
+                                    << (span == lorenzo::Span::chunk ? " chunk" : "") << ": candidate "
+                                    << i / lorenzo::axes_histogram_bins << " bin " << i % lorenzo::axes_histogram_bins;
         uint64_t total = 0;
-        for (uint64_t c : cpu)
-          total += c;
-        if (d.rank > 1)
-          EXPECT_GT(
-              total,
-              0u); // a 1D tile of 2048 points always holds a lone land point
+        for (uint64_t c : cpu) total += c;
+        if (d.rank > 1) EXPECT_GT(total,
+                                  0u);  // a 1D tile of 2048 points always holds a lone land point
       }
 }
 
@@ -193,14 +160,12 @@ TEST(LorenzoAxes, HeaderRecordsThePredictionAndReadsHeadersWithout) {
   Quantization quant;
   quant.error_bound = 0.5, quant.step = 1, quant.min = -3, quant.max = 4;
   const MissingValues fills = missing_values_of({1e20, -9999}, DType::f32);
-  for (const MissingValues &missing : {MissingValues{}, fills})
+  for (const MissingValues& missing : {MissingValues{}, fills})
     for (lorenzo::Axes axes : {0u, 1u, 3u, 6u, 7u})
       for (lorenzo::Span span : {lorenzo::Span::tile, lorenzo::Span::chunk}) {
         std::optional<lorenzo::Prediction> record;
-        if (axes)
-          record = lorenzo::Prediction{span, axes};
-        const std::vector<uint8_t> header =
-            lorenzo::write_header(quant, missing, record);
+        if (axes) record = lorenzo::Prediction{span, axes};
+        const std::vector<uint8_t> header = lorenzo::write_header(quant, missing, record);
         Quantization q;
         MissingValues m;
         bool data_only = false;
@@ -214,45 +179,31 @@ TEST(LorenzoAxes, HeaderRecordsThePredictionAndReadsHeadersWithout) {
         EXPECT_EQ(m.count, missing.count);
         EXPECT_EQ(data_only, !missing.empty());
         EXPECT_EQ(q.step, quant.step);
-        if (!axes)
-          continue;
+        if (!axes) continue;
         std::vector<uint8_t> damaged = header;
-        damaged[damaged.size() - 8] = 0; // no axis
-        testing::expect_error(
-            [&] { lorenzo::read_header(damaged, &q, &m, &data_only, &read); },
-            ErrorCode::corrupt_data, "lorenzo");
+        damaged[damaged.size() - 8] = 0;  // no axis
+        testing::expect_error([&] { lorenzo::read_header(damaged, &q, &m, &data_only, &read); },
+                              ErrorCode::corrupt_data, "lorenzo");
         damaged = header;
-        damaged.back() ^= 0x40; // the tag
-        testing::expect_error(
-            [&] { lorenzo::read_header(damaged, &q, &m, &data_only, &read); },
-            ErrorCode::corrupt_data, "lorenzo");
+        damaged.back() ^= 0x40;  // the tag
+        testing::expect_error([&] { lorenzo::read_header(damaged, &q, &m, &data_only, &read); },
+                              ErrorCode::corrupt_data, "lorenzo");
       }
 }
 
 TEST(LorenzoAxes, ParametersAreValidatedAndStoredOnlyWhenNotEveryAxis) {
-  testing::expect_error(
-      [] {
-        make_stage("lorenzo", {{"axes", "w"}});
-      },
-      ErrorCode::invalid_config, "axes");
-  testing::expect_error(
-      [] {
-        make_stage("lorenzo", {{"axes", 3}});
-      },
-      ErrorCode::invalid_config, "axes");
-  EXPECT_FALSE(
-      make_stage("lorenzo", {{"axes", "xyz"}})->params().contains("axes"));
-  EXPECT_EQ(make_stage("lorenzo", {{"axes", "auto"}})->params()["axes"],
-            "auto");
+  testing::expect_error([] { make_stage("lorenzo", {{"axes", "w"}}); }, ErrorCode::invalid_config, "axes");
+  testing::expect_error([] { make_stage("lorenzo", {{"axes", 3}}); }, ErrorCode::invalid_config, "axes");
+  EXPECT_FALSE(make_stage("lorenzo", {{"axes", "xyz"}})->params().contains("axes"));
+  EXPECT_EQ(make_stage("lorenzo", {{"axes", "auto"}})->params()["axes"], "auto");
   const Dims d = Dims::make({70, 45});
   const std::vector<float> v = test_field(d, false);
   testing::expect_error(
       [&] {
-        compress_on(Device::cpu, testing::fz_with_lorenzo({{"axes", "z"}}), v,
-                    d, 1e-3);
+        compress_on(Device::cpu, testing::fz_with_lorenzo({{"axes", "z"}}), v, d, 1e-3);
       },
       ErrorCode::invalid_argument, "no axis of a 2D field");
 }
 
-} // namespace
-} // namespace fzg
+}  // namespace
+}  // namespace fzg

@@ -337,19 +337,15 @@ class LorenzoStage final : public Stage {
     // Where the field is: a host field too large for the device is sampled on the host.
     StageContext where = ctx;
     where.device = summary.field->location() == Location::device ? Device::cuda : Device::cpu;
-    std::vector<uint64_t> counts;
-    for (lorenzo::Span span : spans) {
-      const std::vector<uint64_t> part = on_backend(
-          where,
-          [&] {
-            return lorenzo::axes_histograms_cpu(summary.field->data(), ctx.dtype, ctx.dims, quant, missing, span, axes);
-          },
-          [&] {
-            return lorenzo::axes_histograms_cuda(summary.field->data(), ctx.dtype, ctx.dims, quant, missing, span, axes,
-                                                 ctx.stream);
-          });
-      counts.insert(counts.end(), part.begin(), part.end());
-    }
+    const std::vector<uint64_t> counts = on_backend(
+        where,
+        [&] {
+          return lorenzo::axes_histograms_cpu(summary.field->data(), ctx.dtype, ctx.dims, quant, missing, spans, axes);
+        },
+        [&] {
+          return lorenzo::axes_histograms_cuda(summary.field->data(), ctx.dtype, ctx.dims, quant, missing, spans, axes,
+                                               ctx.stream);
+        });
     return lorenzo::choose_prediction(candidates, counts);
   }
 

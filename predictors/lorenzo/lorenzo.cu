@@ -1090,14 +1090,28 @@ struct DeltaTerms {
 
 // Along a slower axis: a thread per line of `lines` (adjacent threads, adjacent points), each
 // walking `length` steps of `step` points; `lines_per_plane` lines share a plane of `plane` points.
+// The last pass writes the values (`field`, not null) instead of the sums. A line's next four
+// points are loaded before the first of them is summed (one after another, each load waited
+// behind the store before it).
+template <typename T>
 __global__ void whole_scan_lines_kernel(int32_t* q, uint64_t lines, uint64_t lines_per_plane, uint64_t plane,
-                                        uint64_t length, uint64_t step) {
+                                        uint64_t length, uint64_t step, T* field, double value_step) {
+  constexpr uint64_t ahead = 4;
   for (uint64_t l = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; l < lines; l += uint64_t(gridDim.x) * blockDim.x) {
-    int32_t* at = q + (l / lines_per_plane) * plane + l % lines_per_plane;
-    uint32_t sum = uint32_t(at[0]);
-    for (uint64_t k = 1; k < length; ++k) {
-      sum += uint32_t(at[k * step]);
-      at[k * step] = int32_t(sum);
+    const uint64_t first = (l / lines_per_plane) * plane + l % lines_per_plane;
+    uint32_t sum = 0;
+    for (uint64_t k = 0; k < length; k += ahead) {
+      uint32_t v[ahead];
+#pragma unroll
+      for (uint64_t j = 0; j < ahead; ++j) v[j] = k + j < length ? uint32_t(q[first + (k + j) * step]) : 0u;
+#pragma unroll
+      for (uint64_t j = 0; j < ahead; ++j) {
+        if (k + j >= length) break;
+        sum += v[j];
+        const uint64_t i = first + (k + j) * step;
+        if (field) field[i] = reconstruct<T>(int32_t(sum), value_step);
+        else q[i] = int32_t(sum);
+      }
     }
   }
 }
@@ -1294,35 +1308,29 @@ MaskSource mask_source(const Buffer& runs, const Buffer& index, const Buffer& so
           sources.size() ? sources.as<uint64_t>() : nullptr, missing};
 }
 
-// "axes": "auto" (lorenzo.hh): the deltas of every stride-th tile under each candidate,
-// counted in the block's histograms in shared memory (a warp's lanes of one bin added at
-// once), then into `counts`. A tile with a missing point is left out (as the CPU's
+// "auto" (lorenzo.hh): the deltas of every stride-th tile under each candidate, by tiles (a
+// zero border) and across the chunk (the neighbours' q in the border) as `spans` asks (bit 0,
+// bit 1), counted in the block's histograms in shared memory (a warp's lanes of one bin added
+// at once), then into `counts`. A tile with a missing point is left out (as the CPU's
 // axes_histograms_typed does, bin for bin).
 struct AxesCandidates {
   uint32_t axes[7];
   uint32_t count;
 };
 
-template <typename T, int TX, int TY, int TZ, bool Across>
+template <typename T, int TX, int TY, int TZ>
 __global__ void __launch_bounds__(block_threads) axes_histogram_kernel(const T* __restrict__ field, Grid g,
                                                                        QuantConstants c, MissingValues missing,
                                                                        uint64_t stride, AxesCandidates candidates,
-                                                                       uint32_t* __restrict__ counts) {
+                                                                       uint32_t spans, uint32_t* __restrict__ counts) {
   using H = Halo<TX, TY, TZ>;
   constexpr uint32_t bins = axes_histogram_bins;
   __shared__ int32_t q[H::size];
-  __shared__ uint32_t histogram[7 * bins];
-  for (uint32_t i = threadIdx.x; i < 7 * bins; i += block_threads) histogram[i] = 0;
-  H::clear(q);
+  __shared__ uint32_t histogram[2 * 7 * bins];
+  for (uint32_t i = threadIdx.x; i < 2 * 7 * bins; i += block_threads) histogram[i] = 0;
   const uint64_t samples = (g.tile_count + stride - 1) / stride;
   const uint32_t lane = threadIdx.x % 32;
-  for (uint64_t s = blockIdx.x; s < samples; s += gridDim.x) {
-    const TilePlace<TX, TY, TZ> p(g, uint32_t(s * stride));
-    uint32_t symbols;
-    load_tile<false, true>(field, g, p, c, missing, q, symbols);
-    if constexpr (Across) load_border(field, g, p, c, q);
-    if (__syncthreads_or(symbols != 0)) continue;  // uniform; nothing read the tile yet
-    const Strip<TX, TY, TZ> strip(g, p);
+  auto count = [&](const Strip<TX, TY, TZ>& strip, uint32_t* into) {
 #pragma unroll
     for (int k = 0; k < strip.per_thread; ++k) {
       const bool inside = strip.inside(k);
@@ -1331,13 +1339,33 @@ __global__ void __launch_bounds__(block_threads) axes_histogram_kernel(const T* 
       for (uint32_t a = 0; a < candidates.count; ++a) {
         const uint32_t key = a * bins + axes_histogram_bin(H::delta(q, strip.cell(k), candidates.axes[a]));
         const uint32_t peers = __match_any_sync(active, key);
-        if (lane == uint32_t(__ffs(peers) - 1)) atomicAdd(&histogram[key], uint32_t(__popc(peers)));
+        if (lane == uint32_t(__ffs(peers) - 1)) atomicAdd(&into[key], uint32_t(__popc(peers)));
       }
     }
-    __syncthreads();  // the next tile overwrites the bordered tile
+  };
+  for (uint64_t s = blockIdx.x; s < samples; s += gridDim.x) {
+    const TilePlace<TX, TY, TZ> p(g, uint32_t(s * stride));
+    H::clear(q);  // a zero border by tiles (the span before may have filled it)
+    uint32_t symbols;
+    load_tile<false, true>(field, g, p, c, missing, q, symbols);
+    if (__syncthreads_or(symbols != 0)) continue;  // uniform; nothing read the tile yet
+    const Strip<TX, TY, TZ> strip(g, p);
+    uint32_t* into = histogram;
+    if (spans & 1u) {
+      count(strip, into);
+      into += candidates.count * bins;
+    }
+    if (spans & 2u) {
+      __syncthreads();
+      load_border(field, g, p, c, q);
+      __syncthreads();
+      count(strip, into);
+    }
+    __syncthreads();  // the next tile clears the bordered tile
   }
   __syncthreads();
-  for (uint32_t i = threadIdx.x; i < candidates.count * bins; i += block_threads)
+  const uint32_t used = (spans & 1u ? 1 : 0) + (spans & 2u ? 1 : 0);
+  for (uint32_t i = threadIdx.x; i < used * candidates.count * bins; i += block_threads)
     if (histogram[i]) atomicAdd(&counts[i], histogram[i]);
 }
 
@@ -1570,11 +1598,16 @@ void DeviceDecoder::decode_whole(const uint16_t* codes, void* field) const {
     } else if (axes_ & axis_x) {  // a warp a row (rows of up to a few thousand points in 2D and 3D chunks)
       whole_scan_x_kernel<<<grid_for(ny * nz * 32, 256), 256, 0, stream_>>>(at, nx, ny * nz);
     }
-    if (ny > 1 && (axes_ & axis_y))  // lines along y: one per (x, z)
-      whole_scan_lines_kernel<<<grid_for(nx * nz, 256), 256, 0, stream_>>>(at, nx * nz, nx, nx * ny, ny, nx);
-    if (nz > 1 && (axes_ & axis_z))  // lines along z: one per (x, y)
-      whole_scan_lines_kernel<<<grid_for(nx * ny, 256), 256, 0, stream_>>>(at, nx * ny, nx * ny, nx * ny, nz, nx * ny);
-    whole_values_kernel<T><<<grid_for(n, 256), 256, 0, stream_>>>(at, n, quant_.step, static_cast<T*>(field));
+    // The last pass along a slower axis writes the values; without one, a pass of its own.
+    const bool along_y = ny > 1 && (axes_ & axis_y), along_z = nz > 1 && (axes_ & axis_z);
+    T* values = static_cast<T*>(field);
+    if (along_y)  // lines along y: one per (x, z)
+      whole_scan_lines_kernel<T><<<grid_for(nx * nz, 256), 256, 0, stream_>>>(at, nx * nz, nx, nx * ny, ny, nx,
+                                                                               along_z ? nullptr : values, quant_.step);
+    if (along_z)  // lines along z: one per (x, y)
+      whole_scan_lines_kernel<T><<<grid_for(nx * ny, 256), 256, 0, stream_>>>(at, nx * ny, nx * ny, nx * ny, nz,
+                                                                               nx * ny, values, quant_.step);
+    if (!along_y && !along_z) whole_values_kernel<T><<<grid_for(n, 256), 256, 0, stream_>>>(at, n, quant_.step, values);
     if (view_.counts.exacts)
       whole_exacts_kernel<T, S::x, S::y, S::z><<<grid_for(view_.counts.exacts, 256), 256, 0, stream_>>>(
           view_.exact_keys, view_.exact_values, view_.counts.exacts, g, static_cast<T*>(field));
@@ -1605,34 +1638,41 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
 }
 
 std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant,
-                                           const MissingValues& missing, Span span, const std::vector<Axes>& candidates,
-                                           cudaStream_t stream) {
+                                           const MissingValues& missing, const std::vector<Span>& spans,
+                                           const std::vector<Axes>& candidates, cudaStream_t stream) {
   const TileGrid grid(dims);
   const uint32_t bins = axes_histogram_bins;
-  std::vector<uint64_t> counts(candidates.size() * bins);
-  if (grid.tile_count() == 0) return counts;
-  if (candidates.size() > 7 || grid.tile_count() >= (uint64_t(1) << 32))
+  std::vector<uint64_t> counts(spans.size() * candidates.size() * bins);
+  if (grid.tile_count() == 0 || counts.empty()) return counts;
+  // With fill values every span counts by tiles (the CPU's rule): a second tile span then
+  // repeats the first's counts.
+  uint32_t span_bits = 0;
+  for (Span span : spans) span_bits |= span == Span::chunk && missing.empty() ? 2u : 1u;
+  const bool repeat = spans.size() == 2 && span_bits == 1u;
+  if (candidates.size() > 7 || spans.size() > 2 || grid.tile_count() >= (uint64_t(1) << 32) ||
+      (spans.size() == 2 && spans[0] == spans[1]))
     fail(ErrorCode::invalid_argument, "lorenzo: axes sample of an unexpected shape");
   AxesCandidates list{};
   list.count = uint32_t(candidates.size());
   std::copy(candidates.begin(), candidates.end(), list.axes);
   const uint64_t stride = axes_sample_stride(grid.tile_count()), samples = (grid.tile_count() + stride - 1) / stride;
-  Buffer device_counts = Buffer::device(counts.size() * sizeof(uint32_t), stream);
+  const uint64_t counted = repeat ? counts.size() / 2 : counts.size();
+  Buffer device_counts = Buffer::device(counted * sizeof(uint32_t), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(device_counts.data(), 0, device_counts.size(), stream));
   const Grid g = device_grid(grid);
-  const bool across = span == Span::chunk && missing.empty();
   with_shape(type, dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
-    auto kernel = across ? axes_histogram_kernel<T, S::x, S::y, S::z, true> : axes_histogram_kernel<T, S::x, S::y, S::z, false>;
+    auto kernel = axes_histogram_kernel<T, S::x, S::y, S::z>;
     kernel<<<resident_grid(kernel, block_threads, samples, 1), block_threads, 0, stream>>>(
-        static_cast<const T*>(field), g, constants_of<T>(quant), missing, stride, list, device_counts.as<uint32_t>());
+        static_cast<const T*>(field), g, constants_of<T>(quant), missing, stride, list, span_bits,
+        device_counts.as<uint32_t>());
     FZG_CUDA_CHECK_LAUNCH();
   });
-  std::vector<uint32_t> narrow(counts.size());
-  copy_bytes(narrow.data(), Location::host, device_counts.data(), Location::device, narrow.size() * sizeof(uint32_t),
-             stream);
+  std::vector<uint32_t> narrow(counted);
+  copy_bytes(narrow.data(), Location::host, device_counts.data(), Location::device, counted * sizeof(uint32_t), stream);
   std::copy(narrow.begin(), narrow.end(), counts.begin());
+  if (repeat) std::copy(narrow.begin(), narrow.end(), counts.begin() + counted);
   return counts;
 }
 

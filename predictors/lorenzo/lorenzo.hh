@@ -124,7 +124,7 @@ void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const ui
 // Choosing from the data ("axes": "auto", "span": "auto"): the candidate axes are every
 // non-empty set of the field's axes, all of them first (cuSZ's stencil wins ties), each by
 // tiles and (span "auto", no fill values) across the chunk. A sample of whole tiles
-// (every stride-th tile, about 512 of them; with fill values only tiles all data) is coded
+// (every stride-th tile, about 256 of them; with fill values only tiles all data) is coded
 // with each candidate as the encoder would, and each delta counted in one of
 // `axes_histogram_bins` bins (its value from -128 to 127, else its magnitude's bit length);
 // the candidate whose histogram costs the fewest bits (zero-order entropy, the bits below a
@@ -144,12 +144,15 @@ std::vector<Axes> axes_candidates(int rank);
 uint64_t axes_sample_stride(uint64_t tiles);
 // Counts: candidates x axes_histogram_bins, in the candidates' order.
 Prediction choose_prediction(const std::vector<Prediction>& candidates, const std::vector<uint64_t>& counts);
-// The histograms of the sample (span: the stage's; by tiles with fill values).
+// The histograms of the sample, for each of `spans` (by tiles, across the chunk: at most one
+// of each, in that order) and each candidate in turn. With fill values every span counts by
+// tiles.
 std::vector<uint64_t> axes_histograms_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant,
-                                          const MissingValues& missing, Span span, const std::vector<Axes>& candidates);
+                                          const MissingValues& missing, const std::vector<Span>& spans,
+                                          const std::vector<Axes>& candidates);
 std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant,
-                                           const MissingValues& missing, Span span, const std::vector<Axes>& candidates,
-                                           cudaStream_t stream);
+                                           const MissingValues& missing, const std::vector<Span>& spans,
+                                           const std::vector<Axes>& candidates, cudaStream_t stream);
 
 // CPU reference. `codes` has room for count() values; the outlier stream is returned, and the
 // number of codes written to *code_count (count(), or with fill values the points with data).

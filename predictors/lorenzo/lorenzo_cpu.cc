@@ -519,13 +519,18 @@ void axes_histograms_typed(const T* field, const Dims& dims, const Quantization&
 }  // namespace
 
 std::vector<uint64_t> axes_histograms_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant,
-                                          const MissingValues& missing, Span span, const std::vector<Axes>& candidates) {
-  std::vector<uint64_t> counts(candidates.size() * axes_histogram_bins);
-  const bool across = span == Span::chunk && missing.empty();
-  if (type == DType::f32)
-    axes_histograms_typed(static_cast<const float*>(field), dims, quant, missing, across, candidates, counts.data());
-  else
-    axes_histograms_typed(static_cast<const double*>(field), dims, quant, missing, across, candidates, counts.data());
+                                          const MissingValues& missing, const std::vector<Span>& spans,
+                                          const std::vector<Axes>& candidates) {
+  const uint64_t per_span = candidates.size() * axes_histogram_bins;
+  std::vector<uint64_t> counts(spans.size() * per_span);
+  for (size_t s = 0; s < spans.size(); ++s) {
+    const bool across = spans[s] == Span::chunk && missing.empty();
+    uint64_t* out = counts.data() + s * per_span;
+    if (type == DType::f32)
+      axes_histograms_typed(static_cast<const float*>(field), dims, quant, missing, across, candidates, out);
+    else
+      axes_histograms_typed(static_cast<const double*>(field), dims, quant, missing, across, candidates, out);
+  }
   return counts;
 }
 
