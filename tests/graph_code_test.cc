@@ -33,8 +33,10 @@ TEST(GraphCode, ShippedGraphsComeBackExactlyInAFewBytes) {
   for (const std::string& text : shipped_graphs()) {
     const std::vector<uint8_t> code = encode_graph_text(text);
     EXPECT_EQ(decode_graph_text(code.data(), code.size()), text);
-    // Whole stretches of the dictionary: a match is 2-3 bytes for up to 131 of the text's.
-    EXPECT_LE(code.size(), 48u) << text;
+    // Whole stretches of the dictionary: a match is 2-3 bytes for up to 131 of the text's
+    // (parameters newer than the dictionary, such as ratio.json's "axes" and "span", cost a
+    // few literal bytes more).
+    EXPECT_LE(code.size(), 64u) << text;
     EXPECT_LT(code.size() * 6, text.size()) << text;
   }
 }

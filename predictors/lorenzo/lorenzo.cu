@@ -1059,24 +1059,52 @@ __global__ void whole_escapes_kernel(const uint64_t* keys, const int32_t* deltas
     q[point_of_key<TX, TY, TZ>(g, keys[e])] = deltas[e];
 }
 
-// Inclusive wrapping prefix sums along x: a warp a row, 32 points a step, carrying the last.
-__global__ void whole_scan_x_kernel(int32_t* q, uint64_t nx, uint64_t rows) {
+// Wrapping prefix sums along x straight from the codes (rows of a 2D or 3D chunk, whose tiles
+// are 32 points wide): a warp a row, eight segments of 32 points loaded before the first is
+// summed (a segment a step, each waiting on its load, ran at a fraction of the bandwidth); a
+// segment lies in one tile, so an escape is found by a binary search of its key among its
+// tile's escapes (tiles without escapes, most, cost one lookup a segment). The sums go to `q`,
+// or where x is the stencil's only axis (`field` not null), the values.
+template <typename T, int TX, int TY, int TZ>
+__global__ void whole_scan_x_kernel(const uint16_t* __restrict__ codes, OutlierSource o, Grid g,
+                                    int32_t* __restrict__ q, T* __restrict__ field, double step) {
+  static_assert(TX == 32, "a segment of 32 points is a tile's row");
+  constexpr int batch = 8;
   const uint32_t lane = threadIdx.x % 32;
-  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32;
+  const uint64_t nx = g.nx, rows = g.ny * g.nz, warps = uint64_t(gridDim.x) * blockDim.x / 32;
   for (uint64_t row = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; row < rows; row += warps) {
-    int32_t* r = q + row * nx;
+    const uint64_t y = row % g.ny, z = row / g.ny, first = row * nx;
+    const uint64_t tile_row = g.tiles_x * (y / TY + g.tiles_y * (z / TZ));
+    const uint64_t local_row = TX * (y % TY + TY * (z % TZ));
     uint32_t carry = 0;
-    for (uint64_t x0 = 0; x0 < nx; x0 += 32) {
-      const uint64_t x = x0 + lane;
-      uint32_t v = x < nx ? uint32_t(r[x]) : 0u;
+    for (uint64_t x0 = 0; x0 < nx; x0 += 32 * batch) {
+      uint32_t v[batch];
 #pragma unroll
-      for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-        const uint32_t up = __shfl_up_sync(0xffffffffu, v, offset);
-        if (lane >= offset) v += up;
+      for (int j = 0; j < batch; ++j) {
+        const uint64_t x = x0 + 32 * j + lane;
+        v[j] = x < nx ? uint32_t(decode_delta(codes[first + x])) : 0u;
       }
-      v += carry;
-      if (x < nx) r[x] = int32_t(v);
-      carry = __shfl_sync(0xffffffffu, v, 31);
+      if (o.escapes) {  // uniform
+#pragma unroll
+        for (int j = 0; j < batch; ++j) {
+          const uint64_t x = x0 + 32 * j + lane, tile = tile_row + (x0 + 32 * j) / TX;
+          if (x0 + 32 * j >= nx) break;  // uniform
+          const uint64_t begin = o.escape_start[tile], end = o.escape_start[tile + 1];
+          if (begin == end || x >= nx) continue;
+          const uint64_t key = tile * (TX * TY * TZ) + local_row + lane;
+          const uint64_t at = begin + lower_bound(o.escape_keys + begin, end - begin, key);
+          if (at < end && o.escape_keys[at] == key) v[j] = uint32_t(o.escape_deltas[at]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < batch; ++j) {
+        const uint64_t x = x0 + 32 * j + lane;
+        v[j] = warp_inclusive_sum(v[j]) + carry;
+        carry = __shfl_sync(0xffffffffu, v[j], 31);
+        if (x >= nx) continue;
+        if (field) field[first + x] = reconstruct<T>(int32_t(v[j]), step);
+        else q[first + x] = int32_t(v[j]);
+      }
     }
   }
 }
@@ -1088,22 +1116,45 @@ struct DeltaTerms {
   __device__ uint32_t operator()(uint64_t i) const { return i < n ? uint32_t(q[i]) : 0u; }
 };
 
-// Along a slower axis: a thread per line of `lines` (adjacent threads, adjacent points), each
-// walking `length` steps of `step` points; `lines_per_plane` lines share a plane of `plane` points.
-// The last pass writes the values (`field`, not null) instead of the sums. A line's next four
-// points are loaded before the first of them is summed (one after another, each load waited
-// behind the store before it).
-template <typename T>
-__global__ void whole_scan_lines_kernel(int32_t* q, uint64_t lines, uint64_t lines_per_plane, uint64_t plane,
-                                        uint64_t length, uint64_t step, T* field, double value_step) {
-  constexpr uint64_t ahead = 4;
+// Along y or z (`along_z`): a thread per line (adjacent threads, adjacent x), walking the line
+// with its next four points loaded before the first is summed (one at a time, each load
+// waited behind the store before it). The first pass of a chunk reads the codes (`codes` not
+// null: an escape's delta found by its key among its tile's escapes, the tile's range looked
+// up where the line enters it), a later one the sums in `q`; the sums go back to `q`, or in
+// the last pass (`field` not null) the values.
+template <typename T, int TX, int TY, int TZ>
+__global__ void whole_scan_lines_kernel(const uint16_t* __restrict__ codes, OutlierSource o, int32_t* q, Grid g,
+                                        bool along_z, T* __restrict__ field, double value_step) {
+  constexpr uint64_t ahead = 4, volume = TX * TY * TZ;
+  const uint64_t nx = g.nx, ny = g.ny;
+  const uint64_t lines = along_z ? nx * ny : nx * g.nz, length = along_z ? g.nz : ny, step = along_z ? nx * ny : nx;
+  const uint64_t segment = along_z ? TZ : TY;  // points of a line in one tile
+  const bool escapes = codes && o.escapes;
   for (uint64_t l = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; l < lines; l += uint64_t(gridDim.x) * blockDim.x) {
-    const uint64_t first = (l / lines_per_plane) * plane + l % lines_per_plane;
+    const uint64_t x = l % nx, across = l / nx;  // y of a line along z, z of one along y
+    const uint64_t first = along_z ? l : x + nx * ny * across;
     uint32_t sum = 0;
+    uint64_t begin = 0, end = 0;  // the escapes of the tile the line is in
     for (uint64_t k = 0; k < length; k += ahead) {
       uint32_t v[ahead];
 #pragma unroll
-      for (uint64_t j = 0; j < ahead; ++j) v[j] = k + j < length ? uint32_t(q[first + (k + j) * step]) : 0u;
+      for (uint64_t j = 0; j < ahead; ++j) {
+        const uint64_t i = first + (k + j) * step;
+        v[j] = k + j >= length ? 0u : codes ? uint32_t(decode_delta(codes[i])) : uint32_t(q[i]);
+      }
+      if (escapes) {
+#pragma unroll
+        for (uint64_t j = 0; j < ahead; ++j) {
+          const uint64_t at = k + j, y = along_z ? across : at, z = along_z ? at : across;
+          if (at >= length) break;
+          const uint64_t tile = x / TX + g.tiles_x * (y / TY + g.tiles_y * (z / TZ));
+          if (at % segment == 0) begin = o.escape_start[tile], end = o.escape_start[tile + 1];
+          if (begin == end) continue;
+          const uint64_t key = tile * volume + x % TX + TX * (y % TY + TY * (z % TZ));
+          const uint64_t e = begin + lower_bound(o.escape_keys + begin, end - begin, key);
+          if (e < end && o.escape_keys[e] == key) v[j] = uint32_t(o.escape_deltas[e]);
+        }
+      }
 #pragma unroll
       for (uint64_t j = 0; j < ahead; ++j) {
         if (k + j >= length) break;
@@ -1581,33 +1632,49 @@ void DeviceDecoder::decode_whole(const uint16_t* codes, void* field) const {
   const Dims& d = grid_.dims;
   const uint64_t n = d.count(), nx = d.x, ny = d.y, nz = d.z;
   if (n == 0) return;
-  Buffer q = Buffer::device(n * sizeof(int32_t), stream_);
-  int32_t* at = q.as<int32_t>();
   const Grid g = device_grid(grid_);
-  whole_deltas_kernel<<<grid_for(n, 256), 256, 0, stream_>>>(codes, n, at);
+  const uint64_t tiles = grid_.tile_count();
+  OutlierSource o{view_.escape_keys, view_.escape_deltas, view_.counts.escapes, view_.exact_keys, view_.exact_values,
+                  view_.counts.exacts, nullptr, nullptr};
+  if (starts_.size() > 0) o.escape_start = starts_.as<uint64_t>(), o.exact_start = o.escape_start + tiles + 1;
+  // The first pass reads the codes, each pass after it the sums, and the last writes the values.
+  const bool along_x = axes_ & axis_x, along_y = ny > 1 && (axes_ & axis_y), along_z = nz > 1 && (axes_ & axis_z);
+  const bool rows = along_x && ny * nz > 1;  // x from the codes, a warp a row (2D and 3D chunks)
+  const bool lines = !rows && (along_y || along_z);  // y, or z, from the codes
+  Buffer q;
+  if (!(rows || lines) || int(along_x) + int(along_y) + int(along_z) > 1) q = Buffer::device(n * sizeof(int32_t), stream_);
+  int32_t* at = q.as<int32_t>();
   with_shape(type_, d.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
-    if (view_.counts.escapes)
-      whole_escapes_kernel<S::x, S::y, S::z><<<grid_for(view_.counts.escapes, 256), 256, 0, stream_>>>(
-          view_.escape_keys, view_.escape_deltas, view_.counts.escapes, g, at);
-    if ((axes_ & axis_x) && ny * nz == 1) {  // one row: the shared scan (a warp walking 2^26 values took ~1 s); q[i] = sums[i + 1]
-      Buffer sums = Buffer::device((n + 1) * sizeof(uint32_t), stream_);
-      varlen::exclusive_scan(DeltaTerms{at, n}, n, sums.as<uint32_t>(), 0u, varlen::Plus{}, stream_);
-      copy_bytes_async(at, Location::device, sums.as<uint32_t>() + 1, Location::device, n * sizeof(int32_t), stream_);
-    } else if (axes_ & axis_x) {  // a warp a row (rows of up to a few thousand points in 2D and 3D chunks)
-      whole_scan_x_kernel<<<grid_for(ny * nz * 32, 256), 256, 0, stream_>>>(at, nx, ny * nz);
-    }
-    // The last pass along a slower axis writes the values; without one, a pass of its own.
-    const bool along_y = ny > 1 && (axes_ & axis_y), along_z = nz > 1 && (axes_ & axis_z);
     T* values = static_cast<T*>(field);
-    if (along_y)  // lines along y: one per (x, z)
-      whole_scan_lines_kernel<T><<<grid_for(nx * nz, 256), 256, 0, stream_>>>(at, nx * nz, nx, nx * ny, ny, nx,
-                                                                               along_z ? nullptr : values, quant_.step);
-    if (along_z)  // lines along z: one per (x, y)
-      whole_scan_lines_kernel<T><<<grid_for(nx * ny, 256), 256, 0, stream_>>>(at, nx * ny, nx * ny, nx * ny, nz,
-                                                                               nx * ny, values, quant_.step);
-    if (!along_y && !along_z) whole_values_kernel<T><<<grid_for(n, 256), 256, 0, stream_>>>(at, n, quant_.step, values);
+    auto scan_lines = [&](bool along, const uint16_t* from, bool last) {
+      whole_scan_lines_kernel<T, S::x, S::y, S::z><<<grid_for(along ? nx * ny : nx * nz, 256), 256, 0, stream_>>>(
+          from, o, at, g, along, last ? values : nullptr, quant_.step);
+    };
+    if constexpr (S::x == 32) {
+      if (rows)
+        whole_scan_x_kernel<T, S::x, S::y, S::z><<<grid_for(ny * nz * 32, 256), 256, 0, stream_>>>(
+            codes, o, g, at, along_y || along_z ? nullptr : values, quant_.step);
+    }
+    if (lines) {
+      scan_lines(/*along z*/ !along_y, codes, !(along_y && along_z));
+      if (along_y && along_z) scan_lines(true, nullptr, true);
+    } else if (rows) {
+      if (along_y) scan_lines(false, nullptr, !along_z);
+      if (along_z) scan_lines(true, nullptr, true);
+    } else {  // one row or no axis with more than one point: the deltas, escapes patched in
+      whole_deltas_kernel<<<grid_for(n, 256), 256, 0, stream_>>>(codes, n, at);
+      if (view_.counts.escapes)
+        whole_escapes_kernel<S::x, S::y, S::z><<<grid_for(view_.counts.escapes, 256), 256, 0, stream_>>>(
+            view_.escape_keys, view_.escape_deltas, view_.counts.escapes, g, at);
+      if (along_x) {  // the shared scan (a warp walking 2^26 values took ~1 s); q[i] = sums[i + 1]
+        Buffer sums = Buffer::device((n + 1) * sizeof(uint32_t), stream_);
+        varlen::exclusive_scan(DeltaTerms{at, n}, n, sums.as<uint32_t>(), 0u, varlen::Plus{}, stream_);
+        copy_bytes_async(at, Location::device, sums.as<uint32_t>() + 1, Location::device, n * sizeof(int32_t), stream_);
+      }
+      whole_values_kernel<T><<<grid_for(n, 256), 256, 0, stream_>>>(at, n, quant_.step, values);
+    }
     if (view_.counts.exacts)
       whole_exacts_kernel<T, S::x, S::y, S::z><<<grid_for(view_.counts.exacts, 256), 256, 0, stream_>>>(
           view_.exact_keys, view_.exact_values, view_.counts.exacts, g, static_cast<T*>(field));
