@@ -15,7 +15,8 @@ namespace {
 
 constexpr float land = 1e20f;
 
-// A smooth field with noise, and with `fill` a blob of land (and a few lone land points).
+// A smooth field with noise and spikes (escapes: deltas past a code's 15 bits at the bounds
+// used here), and with `fill` a blob of land (and a few lone land points).
 std::vector<float> test_field(const Dims& d, bool fill) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> noise(-0.05f, 0.05f);
@@ -25,6 +26,7 @@ std::vector<float> test_field(const Dims& d, bool fill) {
       for (uint64_t x = 0; x < d.x; ++x) {
         const uint64_t i = x + d.x * (y + d.y * z);
         v[i] = std::sin(0.11f * x) + std::cos(0.07f * y) * 0.5f + 0.03f * z + noise(rng);
+        if (i % 211 == 17) v[i] += 500.0f;
         const float dx = float(x) - 0.3f * d.x, dy = float(y) - 0.6f * d.y;
         if (fill && (dx * dx + dy * dy < 0.04f * d.x * d.y || i % 397 == 5)) v[i] = land;
       }
