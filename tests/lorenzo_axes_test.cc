@@ -191,6 +191,27 @@ TEST(LorenzoAxes, HeaderRecordsThePredictionAndReadsHeadersWithout) {
       }
 }
 
+// A record naming an axis the field lacks, or missing where the parameters ask for one, is
+// corrupt (masked to no axis, the two backends once decoded it differently).
+TEST(LorenzoAxes, RecordsThatDoNotFitTheFieldOrTheParametersAreCorrupt) {
+  Quantization quant;
+  quant.error_bound = 0.5, quant.step = 1, quant.min = -3, quant.max = 4;
+  StageContext ctx;
+  ctx.dtype = DType::f32;
+  ctx.field_dims = ctx.dims = Dims::make({70, 45});
+  const auto stage = make_stage("lorenzo", {{"axes", "auto"}});
+  for (lorenzo::Axes axes : {4u, 5u, 7u}) {
+    const auto header = lorenzo::write_header(quant, {}, lorenzo::Prediction{lorenzo::Span::tile, axes});
+    testing::expect_error([&] { stage->describe_header(ctx, header); }, ErrorCode::corrupt_data,
+                          "an axis the field lacks");
+  }
+  EXPECT_NO_THROW(stage->describe_header(ctx, lorenzo::write_header(quant, {}, lorenzo::Prediction{{}, 3u})));
+  testing::expect_error([&] { stage->describe_header(ctx, lorenzo::write_header(quant, {})); },
+                        ErrorCode::corrupt_data, "without its prediction record");
+  testing::expect_error([] { lorenzo::check_sample_spans({lorenzo::Span::chunk, lorenzo::Span::tile}); },
+                        ErrorCode::invalid_argument, "by tiles, then");
+}
+
 TEST(LorenzoAxes, ParametersAreValidatedAndStoredOnlyWhenNotEveryAxis) {
   testing::expect_error([] { make_stage("lorenzo", {{"axes", "w"}}); }, ErrorCode::invalid_config, "axes");
   testing::expect_error([] { make_stage("lorenzo", {{"axes", 3}}); }, ErrorCode::invalid_config, "axes");

@@ -355,7 +355,11 @@ class LorenzoStage final : public Stage {
     Setup setup;
     std::optional<lorenzo::Prediction> record;
     lorenzo::read_header(header, &setup.quant, &setup.missing, &setup.data_only, &record);
-    require_data(record || span_ != "auto", "lorenzo header without its prediction record");
+    // A writer records the prediction whenever the parameters ask for one, and only axes of
+    // the field (a record naming none would decode differently on each backend).
+    require_data(record || (span_ != "auto" && axes_ == "xyz"), "lorenzo header without its prediction record");
+    require_data(!record || (record->axes & ~lorenzo::all_axes(ctx.dims.rank)) == 0,
+                 "lorenzo prediction record names an axis the field lacks");
     setup.prediction = record ? *record : lorenzo::Prediction{span_ == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile, 0};
     const MissingValues expected = missing_values(ctx.dtype);
     require_data(setup.missing.count == expected.count &&

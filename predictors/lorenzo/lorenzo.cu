@@ -1716,8 +1716,8 @@ std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const 
   uint32_t span_bits = 0;
   for (Span span : spans) span_bits |= span == Span::chunk && missing.empty() ? 2u : 1u;
   const bool repeat = spans.size() == 2 && span_bits == 1u;
-  if (candidates.size() > 7 || spans.size() > 2 || grid.tile_count() >= (uint64_t(1) << 32) ||
-      (spans.size() == 2 && spans[0] == spans[1]))
+  check_sample_spans(spans);
+  if (candidates.size() > 7 || grid.tile_count() >= (uint64_t(1) << 32))
     fail(ErrorCode::invalid_argument, "lorenzo: axes sample of an unexpected shape");
   AxesCandidates list{};
   list.count = uint32_t(candidates.size());

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -470,49 +471,72 @@ std::vector<uint8_t> data_flags(const std::vector<uint8_t>& symbols) {
   return holds_data;
 }
 
-// The sample's delta histograms for "axes": "auto" (lorenzo.hh): each sampled tile's q in a box
-// bordered on every axis (its low neighbours' q with `across`, else 0), then each point's
-// delta under each candidate. A tile with a missing point is left out.
+// The sample's delta histograms for "auto" (lorenzo.hh): each sampled tile's q in a box
+// bordered on every axis, then each point's delta under every candidate for each span: by
+// tiles with a zero border, across the chunk with the low neighbours' q in it (with fill
+// values by tiles, whatever the span). A tile with a missing point is left out.
 template <typename T>
 void axes_histograms_typed(const T* field, const Dims& dims, const Quantization& quant, const MissingValues& missing,
-                           bool across, const std::vector<Axes>& candidates, uint64_t* counts) {
+                           const std::vector<Span>& spans, const std::vector<Axes>& candidates, uint64_t* counts) {
   const TileGrid g(dims);
   const TileShape s = g.tile;
   const uint64_t stride = axes_sample_stride(g.tile_count());
   const double inverse_step = 1.0 / quant.step;
   const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
-  const uint32_t px = s.x + 1, py = s.y + 1;
+  const int64_t px = s.x + 1, py = s.y + 1;
   std::vector<int32_t> box(uint64_t(px) * py * (s.z + 1));
+  // The stencil's seven lower neighbours, as terms of q - (1 - X)(1 - Y)(1 - Z) q with their
+  // signs; a candidate keeps the terms that step back along its axes only (in_stencil).
+  constexpr int steps[7][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 0}, {1, 0, 1}, {0, 1, 1}, {1, 1, 1}};
+  int64_t offset[7];
+  std::vector<std::array<uint32_t, 7>> weight(candidates.size());
+  for (int t = 0; t < 7; ++t) {
+    const auto [dx, dy, dz] = steps[t];
+    offset[t] = dx + px * (dy + py * dz);
+    for (size_t c = 0; c < candidates.size(); ++c)
+      weight[c][t] = in_stencil(candidates[c], dx, dy, dz) ? (dx + dy + dz) % 2 ? 1u : ~0u : 0u;
+  }
+  auto cell_of = [&](int64_t x, int64_t y, int64_t z) { return uint64_t((x + 1) + px * ((y + 1) + py * (z + 1))); };
   for (uint64_t tile = 0; tile < g.tile_count(); tile += stride) {
     const TileBox b = tile_box(g, tile);
-    std::fill(box.begin(), box.end(), 0);
     bool has_missing = false;
-    for (int64_t z = -1; z < int64_t(b.ez); ++z)
-      for (int64_t y = -1; y < int64_t(b.ey); ++y)
-        for (int64_t x = -1; x < int64_t(b.ex); ++x) {
-          const bool border = x < 0 || y < 0 || z < 0;
-          const int64_t gx = int64_t(b.x0) + x, gy = int64_t(b.y0) + y, gz = int64_t(b.z0) + z;
-          if ((border && !across) || gx < 0 || gy < 0 || gz < 0) continue;
-          const T value = field[uint64_t(gx) + dims.x * (uint64_t(gy) + dims.y * uint64_t(gz))];
-          if (!border && missing.symbol_of(value)) has_missing = true;
-          prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below,
-                      &box[uint64_t(x + 1) + px * (uint64_t(y + 1) + py * uint64_t(z + 1))]);
-        }
-    if (has_missing) continue;
     for (uint32_t z = 0; z < b.ez; ++z)
       for (uint32_t y = 0; y < b.ey; ++y)
         for (uint32_t x = 0; x < b.ex; ++x) {
-          const uint64_t cell = (x + 1) + px * ((y + 1) + uint64_t(py) * (z + 1));
-          for (size_t c = 0; c < candidates.size(); ++c) {
-            auto at = [&](int dx, int dy, int dz) -> uint32_t {
-              return in_stencil(candidates[c], dx, dy, dz) ? uint32_t(box[cell - dx - px * (dy + uint64_t(py) * dz)])
-                                                           : 0u;
-            };
-            const uint32_t pred = at(1, 0, 0) + at(0, 1, 0) + at(0, 0, 1) - at(1, 1, 0) - at(1, 0, 1) - at(0, 1, 1) +
-                                  at(1, 1, 1);
-            ++counts[c * axes_histogram_bins + axes_histogram_bin(int32_t(uint32_t(box[cell]) - pred))];
-          }
+          const T value = field[(b.x0 + x) + dims.x * ((b.y0 + y) + dims.y * (b.z0 + z))];
+          has_missing |= missing.symbol_of(value) != 0;
+          prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &box[cell_of(x, y, z)]);
         }
+    if (has_missing) continue;
+    for (size_t sp = 0; sp < spans.size(); ++sp) {
+      const bool across = spans[sp] == Span::chunk && missing.empty();
+      // The border: the low neighbours' q across the chunk (0 outside the field), else 0.
+      for (int64_t z = -1; z < int64_t(s.z); ++z)
+        for (int64_t y = -1; y < int64_t(s.y); ++y)
+          for (int64_t x = -1; x < int64_t(s.x); ++x) {
+            if (x >= 0 && y >= 0 && z >= 0) continue;
+            const int64_t gx = int64_t(b.x0) + x, gy = int64_t(b.y0) + y, gz = int64_t(b.z0) + z;
+            int32_t& q = box[cell_of(x, y, z)];
+            q = 0;
+            if (across && gx >= 0 && gy >= 0 && gz >= 0 && uint64_t(gx) < dims.x && uint64_t(gy) < dims.y &&
+                uint64_t(gz) < dims.z)
+              prequantize(field[uint64_t(gx) + dims.x * (uint64_t(gy) + dims.y * uint64_t(gz))], inverse_step,
+                          quant.step, quant.error_bound, accept_below, &q);
+          }
+      uint64_t* out = counts + sp * candidates.size() * axes_histogram_bins;
+      for (uint32_t z = 0; z < b.ez; ++z)
+        for (uint32_t y = 0; y < b.ey; ++y)
+          for (uint32_t x = 0; x < b.ex; ++x) {
+            const uint64_t cell = cell_of(x, y, z);
+            uint32_t lower[7];
+            for (int t = 0; t < 7; ++t) lower[t] = uint32_t(box[cell - offset[t]]);
+            for (size_t c = 0; c < candidates.size(); ++c) {
+              uint32_t pred = 0;
+              for (int t = 0; t < 7; ++t) pred += weight[c][t] * lower[t];
+              ++out[c * axes_histogram_bins + axes_histogram_bin(int32_t(uint32_t(box[cell]) - pred))];
+            }
+          }
+    }
   }
 }
 
@@ -521,16 +545,12 @@ void axes_histograms_typed(const T* field, const Dims& dims, const Quantization&
 std::vector<uint64_t> axes_histograms_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant,
                                           const MissingValues& missing, const std::vector<Span>& spans,
                                           const std::vector<Axes>& candidates) {
-  const uint64_t per_span = candidates.size() * axes_histogram_bins;
-  std::vector<uint64_t> counts(spans.size() * per_span);
-  for (size_t s = 0; s < spans.size(); ++s) {
-    const bool across = spans[s] == Span::chunk && missing.empty();
-    uint64_t* out = counts.data() + s * per_span;
-    if (type == DType::f32)
-      axes_histograms_typed(static_cast<const float*>(field), dims, quant, missing, across, candidates, out);
-    else
-      axes_histograms_typed(static_cast<const double*>(field), dims, quant, missing, across, candidates, out);
-  }
+  check_sample_spans(spans);
+  std::vector<uint64_t> counts(spans.size() * candidates.size() * axes_histogram_bins);
+  if (type == DType::f32)
+    axes_histograms_typed(static_cast<const float*>(field), dims, quant, missing, spans, candidates, counts.data());
+  else
+    axes_histograms_typed(static_cast<const double*>(field), dims, quant, missing, spans, candidates, counts.data());
   return counts;
 }
 
