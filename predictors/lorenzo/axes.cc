@@ -20,11 +20,11 @@ std::vector<Axes> axes_candidates(int rank) {
 // About 256 tiles (512 K points in 3D) of a large field: enough to tell the candidates apart,
 // little beside coding the field (512 tiles, each span a launch, cost 13 % of ratio.json's
 // compress of a 100 M field on an H200). A small field is sampled more densely (every tile
-// below 128, every fourth from 256): a few tiles misjudge it (tb-satellite's 40 tiles, every
-// fourth of them sampled, chose a stencil 0.8 % worse at rel 1e-2), and its whole sample costs
-// the CPU about as much as coding it.
+// below 64, every fourth from 128): a few tiles misjudge it (tb-satellite's 40 tiles, every
+// fourth of them sampled, chose a stencil 0.8 % worse at rel 1e-2), and all of them cost the
+// CPU more than coding it.
 uint64_t axes_sample_stride(uint64_t tiles) {
-  const uint64_t dense = tiles / 64 < 1 ? 1 : tiles / 64 > 4 ? 4 : tiles / 64;
+  const uint64_t dense = tiles / 32 < 1 ? 1 : tiles / 32 > 4 ? 4 : tiles / 32;
   return tiles / 256 > dense ? tiles / 256 : dense;
 }
 

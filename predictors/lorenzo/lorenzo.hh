@@ -137,8 +137,12 @@ constexpr uint32_t axes_histogram_bins = 281;
 FZG_HOST_DEVICE uint32_t axes_histogram_bin(int32_t delta) {
   if (delta >= -128 && delta < 128) return uint32_t(delta + 128);
   const uint32_t sign = uint32_t(delta) >> 31, magnitude = (uint32_t(delta) ^ (0u - sign)) + sign;
+#if defined(__CUDA_ARCH__)
   uint32_t bits = 0;
   for (uint32_t m = magnitude; m; m >>= 1) ++bits;
+#else
+  const uint32_t bits = 32 - __builtin_clz(magnitude);  // magnitude >= 128: the same bit length
+#endif
   return 256 + bits - 8;  // bit lengths 8..32
 }
 std::vector<Axes> axes_candidates(int rank);
