@@ -484,7 +484,6 @@ void axes_histograms_typed(const T* field, const Dims& dims, const Quantization&
   const double inverse_step = 1.0 / quant.step;
   const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
   const int64_t px = s.x + 1, py = s.y + 1;
-  std::vector<int32_t> box(uint64_t(px) * py * (s.z + 1));
   // The stencil's seven lower neighbours, as terms of q - (1 - X)(1 - Y)(1 - Z) q with their
   // signs; a candidate keeps the terms that step back along its axes only (in_stencil).
   constexpr int steps[7][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 0}, {1, 0, 1}, {0, 1, 1}, {1, 1, 1}};
@@ -497,46 +496,58 @@ void axes_histograms_typed(const T* field, const Dims& dims, const Quantization&
       weight[c][t] = in_stencil(candidates[c], dx, dy, dz) ? (dx + dy + dz) % 2 ? 1u : ~0u : 0u;
   }
   auto cell_of = [&](int64_t x, int64_t y, int64_t z) { return uint64_t((x + 1) + px * ((y + 1) + py * (z + 1))); };
-  for (uint64_t tile = 0; tile < g.tile_count(); tile += stride) {
-    const TileBox b = tile_box(g, tile);
-    bool has_missing = false;
-    for (uint32_t z = 0; z < b.ez; ++z)
-      for (uint32_t y = 0; y < b.ey; ++y)
-        for (uint32_t x = 0; x < b.ex; ++x) {
-          const T value = field[(b.x0 + x) + dims.x * ((b.y0 + y) + dims.y * (b.z0 + z))];
-          has_missing |= missing.symbol_of(value) != 0;
-          prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &box[cell_of(x, y, z)]);
-        }
-    if (has_missing) continue;
-    for (size_t sp = 0; sp < spans.size(); ++sp) {
-      const bool across = spans[sp] == Span::chunk && missing.empty();
-      // The border: the low neighbours' q across the chunk (0 outside the field), else 0.
-      for (int64_t z = -1; z < int64_t(s.z); ++z)
-        for (int64_t y = -1; y < int64_t(s.y); ++y)
-          for (int64_t x = -1; x < int64_t(s.x); ++x) {
-            if (x >= 0 && y >= 0 && z >= 0) continue;
-            const int64_t gx = int64_t(b.x0) + x, gy = int64_t(b.y0) + y, gz = int64_t(b.z0) + z;
-            int32_t& q = box[cell_of(x, y, z)];
-            q = 0;
-            if (across && gx >= 0 && gy >= 0 && gz >= 0 && uint64_t(gx) < dims.x && uint64_t(gy) < dims.y &&
-                uint64_t(gz) < dims.z)
-              prequantize(field[uint64_t(gx) + dims.x * (uint64_t(gy) + dims.y * uint64_t(gz))], inverse_step,
-                          quant.step, quant.error_bound, accept_below, &q);
-          }
-      uint64_t* out = counts + sp * candidates.size() * axes_histogram_bins;
+  const uint64_t per_span = candidates.size() * axes_histogram_bins, samples = (g.tile_count() + stride - 1) / stride;
+  // The sampled tiles split over the threads, each with its own box and counts (integer sums:
+  // any split gives the same histograms).
+#pragma omp parallel
+  {
+    std::vector<int32_t> box(uint64_t(px) * py * (s.z + 1));
+    std::vector<uint64_t> mine(spans.size() * per_span);
+#pragma omp for schedule(static)
+    for (int64_t sample = 0; sample < int64_t(samples); ++sample) {
+      const uint64_t tile = uint64_t(sample) * stride;
+      const TileBox b = tile_box(g, tile);
+      bool has_missing = false;
       for (uint32_t z = 0; z < b.ez; ++z)
         for (uint32_t y = 0; y < b.ey; ++y)
           for (uint32_t x = 0; x < b.ex; ++x) {
-            const uint64_t cell = cell_of(x, y, z);
-            uint32_t lower[7];
-            for (int t = 0; t < 7; ++t) lower[t] = uint32_t(box[cell - offset[t]]);
-            for (size_t c = 0; c < candidates.size(); ++c) {
-              uint32_t pred = 0;
-              for (int t = 0; t < 7; ++t) pred += weight[c][t] * lower[t];
-              ++out[c * axes_histogram_bins + axes_histogram_bin(int32_t(uint32_t(box[cell]) - pred))];
-            }
+            const T value = field[(b.x0 + x) + dims.x * ((b.y0 + y) + dims.y * (b.z0 + z))];
+            has_missing |= missing.symbol_of(value) != 0;
+            prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &box[cell_of(x, y, z)]);
           }
+      if (has_missing) continue;
+      for (size_t sp = 0; sp < spans.size(); ++sp) {
+        const bool across = spans[sp] == Span::chunk && missing.empty();
+        // The border: the low neighbours' q across the chunk (0 outside the field), else 0.
+        for (int64_t z = -1; z < int64_t(s.z); ++z)
+          for (int64_t y = -1; y < int64_t(s.y); ++y)
+            for (int64_t x = -1; x < int64_t(s.x); ++x) {
+              if (x >= 0 && y >= 0 && z >= 0) continue;
+              const int64_t gx = int64_t(b.x0) + x, gy = int64_t(b.y0) + y, gz = int64_t(b.z0) + z;
+              int32_t& q = box[cell_of(x, y, z)];
+              q = 0;
+              if (across && gx >= 0 && gy >= 0 && gz >= 0 && uint64_t(gx) < dims.x && uint64_t(gy) < dims.y &&
+                  uint64_t(gz) < dims.z)
+                prequantize(field[uint64_t(gx) + dims.x * (uint64_t(gy) + dims.y * uint64_t(gz))], inverse_step,
+                            quant.step, quant.error_bound, accept_below, &q);
+            }
+        uint64_t* out = mine.data() + sp * per_span;
+        for (uint32_t z = 0; z < b.ez; ++z)
+          for (uint32_t y = 0; y < b.ey; ++y)
+            for (uint32_t x = 0; x < b.ex; ++x) {
+              const uint64_t cell = cell_of(x, y, z);
+              uint32_t lower[7];
+              for (int t = 0; t < 7; ++t) lower[t] = uint32_t(box[cell - offset[t]]);
+              for (size_t c = 0; c < candidates.size(); ++c) {
+                uint32_t pred = 0;
+                for (int t = 0; t < 7; ++t) pred += weight[c][t] * lower[t];
+                ++out[c * axes_histogram_bins + axes_histogram_bin(int32_t(uint32_t(box[cell]) - pred))];
+              }
+            }
+      }
     }
+#pragma omp critical
+    for (size_t i = 0; i < mine.size(); ++i) counts[i] += mine[i];
   }
 }
 
