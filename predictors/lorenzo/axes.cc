@@ -54,11 +54,12 @@ double portable_log2(double x) {
 double histogram_bits(const uint64_t* counts) {
   uint64_t total = 0;
   for (uint32_t b = 0; b < axes_histogram_bins; ++b) total += counts[b];
+  const double log2_total = portable_log2(double(total));
   double bits = 0;
   for (uint32_t b = 0; b < axes_histogram_bins; ++b) {
     if (!counts[b]) continue;
     const double n = double(counts[b]);
-    bits += n * (portable_log2(double(total)) - portable_log2(n));
+    bits += n * (log2_total - portable_log2(n));
     if (b >= 256) {
       const uint32_t length = b - 256 + 8;
       bits += n * (length - 1);

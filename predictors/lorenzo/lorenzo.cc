@@ -258,14 +258,14 @@ class LorenzoStage final : public Stage {
           Buffer codes = Buffer::host(2 * n);
           Buffer outliers = lorenzo::encode_cpu(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                 codes.as<uint16_t>(), &code_count, setup.missing,
-                                                masked ? &mask : nullptr, prediction(setup));
+                                                masked ? &mask : nullptr, setup.prediction);
           return std::vector<Buffer>{codes, outliers};
         },
         [&] {
           Buffer codes = Buffer::device(2 * n, ctx.stream), data_codes;
           Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                  codes.as<uint16_t>(), &code_count, ctx.stream, setup.missing,
-                                                 masked ? &mask : nullptr, &data_codes, prediction(setup));
+                                                 masked ? &mask : nullptr, &data_codes, setup.prediction);
           return std::vector<Buffer>{masked ? data_codes : codes, outliers};
         });
     outputs[0].shrink(2 * code_count);
@@ -286,12 +286,12 @@ class LorenzoStage final : public Stage {
         [&] {
           lorenzo::decode_cpu(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
                               ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), mask.data(), mask.size(),
-                              setup.missing, setup.data_only, prediction(setup));
+                              setup.missing, setup.data_only, setup.prediction);
         },
         [&] {
           lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
                                ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), ctx.stream, mask.data(),
-                               mask.size(), setup.missing, setup.data_only, prediction(setup));
+                               mask.size(), setup.missing, setup.data_only, setup.prediction);
         });
   }
 
@@ -302,7 +302,8 @@ class LorenzoStage final : public Stage {
     bool data_only = false;  // with fill values: codes of the points with data only (lorenzo.hh)
     lorenzo::Prediction prediction;  // the header's record, else every axis and the parameter's span
   };
-  lorenzo::Prediction prediction(const Setup& setup) const { return setup.prediction; }
+  // The span the parameters give (by tiles for "auto" until a record says otherwise).
+  lorenzo::Span given_span() const { return span_ == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile; }
 
   static std::string axes_text(lorenzo::Axes axes) {
     std::string text;
@@ -328,7 +329,7 @@ class LorenzoStage final : public Stage {
              "lorenzo: axes \"" + axes_ + "\" name no axis of a " + std::to_string(rank) + "D field");
       axes = {given & lorenzo::all_axes(rank)};
     }
-    std::vector<lorenzo::Span> spans{span_ == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile};
+    std::vector<lorenzo::Span> spans{given_span()};
     if (span_ == "auto" && missing.empty()) spans.push_back(lorenzo::Span::chunk);  // fill values: by tiles
     std::vector<lorenzo::Prediction> candidates;
     for (lorenzo::Span span : spans)
@@ -360,7 +361,7 @@ class LorenzoStage final : public Stage {
     require_data(record || (span_ != "auto" && axes_ == "xyz"), "lorenzo header without its prediction record");
     require_data(!record || (record->axes & ~lorenzo::all_axes(ctx.dims.rank)) == 0,
                  "lorenzo prediction record names an axis the field lacks");
-    setup.prediction = record ? *record : lorenzo::Prediction{span_ == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile, 0};
+    setup.prediction = record ? *record : lorenzo::Prediction{given_span(), 0};
     const MissingValues expected = missing_values(ctx.dtype);
     require_data(setup.missing.count == expected.count &&
                      std::equal(expected.bits, expected.bits + expected.count, setup.missing.bits),
