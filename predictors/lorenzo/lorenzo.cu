@@ -1464,6 +1464,11 @@ void DeviceEncoder::finish() {
       mask_slots_.as<uint16_t>(), tile_runs(), tiles, repeat_stride(grid_), grid_.tile.volume(), tile_repeats(),
       counts_.as<unsigned long long>() + 2);
   FZG_CUDA_CHECK_LAUNCH();
+  // Queued here rather than in mask(): the scan's launches (~10 us of host time each chunk)
+  // then run while the GPU still encodes, not while it waits for them after the read-back.
+  run_offsets_ = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
+  varlen::exclusive_scan(StoredRuns{tile_runs(), tile_repeats(), tiles}, tiles, run_offsets_.as<uint64_t>(),
+                         uint64_t(0), varlen::Plus{}, stream_);
 }
 
 void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
@@ -1531,11 +1536,8 @@ Buffer DeviceEncoder::mask(uint64_t runs) {
   const uint64_t tiles = grid_.tile_count();
   if (runs == 0) return stream_buffer;
   // The runs follow the 8-byte count; the device's stream buffers start 8-byte aligned.
-  Buffer offsets = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
-  varlen::exclusive_scan(StoredRuns{tile_runs(), tile_repeats(), tiles}, tiles, offsets.as<uint64_t>(), uint64_t(0),
-                         varlen::Plus{}, stream_);
   pack_mask_runs_kernel<<<grid_for(tiles * 32, 256), 256, 0, stream_>>>(
-      mask_slots_.as<uint16_t>(), tile_runs(), tile_repeats(), offsets.as<uint64_t>(), tiles, grid_.tile.volume(),
+      mask_slots_.as<uint16_t>(), tile_runs(), tile_repeats(), run_offsets_.as<uint64_t>(), tiles, grid_.tile.volume(),
       reinterpret_cast<uint16_t*>(stream_buffer.data() + 8));
   FZG_CUDA_CHECK_LAUNCH();
   return stream_buffer;

@@ -236,7 +236,9 @@ class DeviceEncoder {
                 const MissingValues& missing = {}, const Prediction& prediction = {});
   void encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                    uint64_t window_first);
-  // Once every row is queued: finds the tiles whose mask runs repeat (mask.hh).
+  // Once every row is queued: finds the tiles whose mask runs repeat (mask.hh) and where each
+  // tile's runs go in the mask stream (before the host waits for the totals, so that mask()
+  // has only the stream's allocation and one launch left after the read-back).
   void finish();
   // Device address of the field's totals, complete once finish() is queued: u64 escapes,
   // exacts and mask runs, and a fourth word for the caller (zeroed; encode_cuda's gather
@@ -262,6 +264,7 @@ class DeviceEncoder {
   Axes axes_;
   Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts and repeat flags
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
+  Buffer run_offsets_; // with fill values: each tile's first run in the mask stream (finish())
   Buffer data_bits_;   // with fill values: DataBits
 };
 
