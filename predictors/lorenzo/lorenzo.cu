@@ -152,18 +152,23 @@ struct Halo {
   __device__ static uint32_t along_x(const int32_t* h, int c, uint32_t axes) {
     return (axes & axis_x) ? uint32_t(h[c]) - uint32_t(h[c - 1]) : uint32_t(h[c]);
   }
+  // The stencil's terms from the rows and planes before cell c's: (1 - (1 - Y)(1 - Z)) (1 - X) q
+  // over `axes` (the prediction less q(x - 1), x an axis; 0 with neither y nor z).
+  __device__ static uint32_t rows_before(const int32_t* h, int c, uint32_t axes) {
+    uint32_t r = 0;
+    if constexpr (TY > 1)
+      if (axes & axis_y) r += along_x(h, c - dy, axes);
+    if constexpr (TZ > 1)
+      if (axes & axis_z) {
+        r += along_x(h, c - dz, axes);
+        if (axes & axis_y) r -= along_x(h, c - dy - dz, axes);
+      }
+    return r;
+  }
   // The Lorenzo delta at cell c: the product of (1 - shift) over `axes` (lorenzo.hh; uniform
   // across the block), in wrapping 32-bit arithmetic (axes the tile lacks drop out).
   __device__ static int32_t delta(const int32_t* h, int c, uint32_t axes) {
-    uint32_t d = along_x(h, c, axes);
-    if constexpr (TY > 1)
-      if (axes & axis_y) d -= along_x(h, c - dy, axes);
-    if constexpr (TZ > 1)
-      if (axes & axis_z) {
-        d -= along_x(h, c - dz, axes);
-        if (axes & axis_y) d += along_x(h, c - dy - dz, axes);
-      }
-    return int32_t(d);
+    return int32_t(along_x(h, c, axes) - rows_before(h, c, axes));
   }
 };
 
@@ -316,14 +321,7 @@ __device__ uint32_t predict_step(int32_t* h, const uint8_t* symbols, const TileP
   const int c = H::at(lx, ly, lz);
   const bool missing = p.inside(lx, ly, lz) && symbols[lx + TX * (ly + TY * lz)] != 0;
   if (!__any_sync(0xffffffffu, missing)) return __shfl_sync(0xffffffffu, uint32_t(h[c]), 31);  // all data: as it is
-  uint32_t d = 0;  // the prediction less q(x - 1) (x an axis): only rows and planes before
-  if constexpr (TY > 1)
-    if (axes & axis_y) d += H::along_x(h, c - H::dy, axes);
-  if constexpr (TZ > 1)
-    if (axes & axis_z) {
-      d += H::along_x(h, c - H::dz, axes);
-      if (axes & axis_y) d -= H::along_x(h, c - H::dy - H::dz, axes);
-    }
+  const uint32_t d = H::rows_before(h, c, axes);  // the prediction less q(x - 1): final already
   if (!(axes & axis_x)) {  // uniform across the warp
     if (missing) h[c] = int32_t(d);
     return 0;
@@ -753,6 +751,11 @@ struct OutlierSource {
   uint64_t exacts;
   const uint64_t* escape_start;  // [tiles + 1]: tile t's escapes are [escape_start[t], escape_start[t + 1])
   const uint64_t* exact_start;
+  // Where `key` is among the escapes [begin, end) (one tile's), its delta into `delta`.
+  __device__ void patch_escape(uint64_t begin, uint64_t end, uint64_t key, uint32_t& delta) const {
+    const uint64_t e = begin + lower_bound(escape_keys + begin, end - begin, key);
+    if (e < end && escape_keys[e] == key) delta = uint32_t(escape_deltas[e]);
+  }
 };
 
 // One thread per tile boundary: where each tile's run of sorted keys starts.
@@ -1091,9 +1094,7 @@ __global__ void whole_scan_x_kernel(const uint16_t* __restrict__ codes, OutlierS
           if (x0 + 32 * j >= nx) break;  // uniform
           const uint64_t begin = o.escape_start[tile], end = o.escape_start[tile + 1];
           if (begin == end || x >= nx) continue;
-          const uint64_t key = tile * (TX * TY * TZ) + local_row + lane;
-          const uint64_t at = begin + lower_bound(o.escape_keys + begin, end - begin, key);
-          if (at < end && o.escape_keys[at] == key) v[j] = uint32_t(o.escape_deltas[at]);
+          o.patch_escape(begin, end, tile * (TX * TY * TZ) + local_row + lane, v[j]);
         }
       }
 #pragma unroll
@@ -1150,9 +1151,7 @@ __global__ void whole_scan_lines_kernel(const uint16_t* __restrict__ codes, Outl
           const uint64_t tile = x / TX + g.tiles_x * (y / TY + g.tiles_y * (z / TZ));
           if (at % segment == 0) begin = o.escape_start[tile], end = o.escape_start[tile + 1];
           if (begin == end) continue;
-          const uint64_t key = tile * volume + x % TX + TX * (y % TY + TY * (z % TZ));
-          const uint64_t e = begin + lower_bound(o.escape_keys + begin, end - begin, key);
-          if (e < end && o.escape_keys[e] == key) v[j] = uint32_t(o.escape_deltas[e]);
+          o.patch_escape(begin, end, tile * volume + x % TX + TX * (y % TY + TY * (z % TZ)), v[j]);
         }
       }
 #pragma unroll

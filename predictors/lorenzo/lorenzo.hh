@@ -123,10 +123,10 @@ void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const ui
 
 // Choosing from the data ("axes": "auto", "span": "auto"): the candidate axes are every
 // non-empty set of the field's axes, all of them first (cuSZ's stencil wins ties), each by
-// tiles and (span "auto", no fill values) across the chunk. A sample of whole tiles
-// (every stride-th tile: about 256 of a large field, every one to every fourth of a small one;
-// with fill values only tiles all data) is coded
-// with each candidate as the encoder would, and each delta counted in one of
+// tiles and (span "auto", no fill values) across the chunk. A sample of whole tiles (every
+// stride-th tile: about 256 of a large field, every one to every fourth of a small one; with
+// fill values only tiles all data) is coded with each candidate as the encoder would, and
+// each delta counted in one of
 // `axes_histogram_bins` bins (its value from -128 to 127, else its magnitude's bit length);
 // the candidate whose histogram costs the fewest bits (zero-order entropy, the bits below a
 // large magnitude's leading one, an escape's stored delta) is chosen: another than the first
@@ -149,11 +149,11 @@ std::vector<Axes> axes_candidates(int rank);
 uint64_t axes_sample_stride(uint64_t tiles);
 // Counts: candidates x axes_histogram_bins, in the candidates' order.
 Prediction choose_prediction(const std::vector<Prediction>& candidates, const std::vector<uint64_t>& counts);
+// Throws unless `spans` is at most one of each, by tiles first (the order both backends count in).
+void check_sample_spans(const std::vector<Span>& spans);
 // The histograms of the sample, for each of `spans` (by tiles, across the chunk: at most one
 // of each, in that order) and each candidate in turn. With fill values every span counts by
 // tiles.
-// Throws unless `spans` is at most one of each, by tiles first (the order both backends count in).
-void check_sample_spans(const std::vector<Span>& spans);
 std::vector<uint64_t> axes_histograms_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant,
                                           const MissingValues& missing, const std::vector<Span>& spans,
                                           const std::vector<Axes>& candidates);
