@@ -65,6 +65,34 @@ TEST(Gpulz, EveryChunkWindowAndSymbolRoundTripsAndShrinksCodes) {
       }
 }
 
+// The GPU keeps a position's distances as words of 32 bits and finds runs by doubling: windows
+// that fill a word partly, exactly or spill into the next, every min_match, on inputs whose
+// longest matches sit at the probe's cap, past it, across windows of 32 positions and at the
+// chunk's end (the CPU and the GPU compared by round_trip where a device is present).
+TEST(Gpulz, EveryWindowWidthAndMinimumMatchParsesAlike) {
+  std::mt19937_64 rng(23);
+  std::vector<std::vector<uint8_t>> inputs = {codes_like(2 * 4096 + 333, 31), std::vector<uint8_t>(4096 + 17, 0)};
+  std::vector<uint8_t> periodic(3 * 4096);  // periods of 1 to 300 bytes, runs of 5 to 40 periods
+  for (size_t i = 0; i < periodic.size();) {
+    const size_t period = 1 + rng() % 300, run = period * (5 + rng() % 36);
+    for (size_t k = 0; k < run && i < periodic.size(); ++k, ++i) periodic[i] = uint8_t(k % period * 37 + period);
+  }
+  inputs.push_back(periodic);
+  std::vector<uint8_t> sparse = random_bytes(2 * 4096, 41);  // short repeats over noise
+  for (size_t i = 64; i + 16 < sparse.size(); i += 1 + rng() % 40)
+    for (size_t k = 0, len = 2 + rng() % 20, d = 1 + rng() % 60; k < len && i + k < sparse.size(); ++k)
+      sparse[i + k] = sparse[i + k - d];
+  inputs.push_back(sparse);
+  for (uint32_t window : {1u, 2u, 17u, 31u, 33u, 63u, 65u, 100u, 129u, 200u})
+    for (uint32_t symbol : {1u, 2u, 4u})
+      for (uint32_t min_match : {0u, 1u, 4u, 16u})
+        for (size_t k = 0; k < inputs.size(); ++k) {
+          SCOPED_TRACE("window " + std::to_string(window) + " symbol " + std::to_string(symbol) + " min_match " +
+                       std::to_string(min_match) + " input " + std::to_string(k));
+          round_trip(params(k == 1 ? 4096 : 2048, window, symbol, min_match), inputs[k]);
+        }
+}
+
 // The encoders probe a distance at a time; `probe`, one position over every distance, is the
 // definition they must agree with everywhere.
 TEST(Gpulz, ProbingByDistanceAnswersAsTheDefinition) {

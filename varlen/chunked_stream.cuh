@@ -4,6 +4,7 @@
 //
 //   __host__ __device__ uint32_t chunk_bytes() const;
 //   static constexpr int encode_threads;             // a block per chunk
+//   static constexpr bool encode_defers;             // chunks of uneven work (encode_kernel)
 //   __host__ __device__ uint32_t encode_shared_bytes() const;  // for encode_chunk
 //   __device__ uint32_t encode_chunk(const uint8_t* in, uint32_t n, uint8_t* out,
 //                                    uint32_t capacity, uint8_t* shared) const;
@@ -20,8 +21,9 @@
 //
 // Encode is one pass: a block codes its chunk into shared memory and finds where the stored
 // bytes go by the shared look-back (varlen/lookback.cuh), so the input is read once and the
-// stream written once; one read-back gives the stream's size. Decode scans the table into
-// offsets on the device, decodes a chunk per warp and reads back one word: whether every
+// stream written once; one read-back gives the stream's size. A chunk whose predecessors are not
+// all known waits in its staging while the block codes the next (encode_kernel). Decode scans
+// the table into offsets on the device, decodes a chunk per warp and reads back one word: whether every
 // chunk was consistent.
 #pragma once
 #include <algorithm>
@@ -59,40 +61,69 @@ namespace detail {
 
 using LookBack = varlen::LookBack<1>;
 
+// A block codes a chunk into a staging buffer, publishes its size and places it (its table
+// entry and bytes) once every chunk before it has published. With `encode_defers` (a coder whose
+// chunks take different times: its work follows the data), a chunk whose predecessors are not
+// all known waits in its staging while the block codes its next chunk into a second one, and is
+// placed before that one, its predecessors long done: a block that waited for a slower
+// predecessor sat idle (GPULZ's look-back spin was 23 % of its instructions). Coders of even
+// chunks keep one staging, and their occupancy.
 template <typename Coder>
 __global__ void __launch_bounds__(Coder::encode_threads) encode_kernel(Coder coder, const uint8_t* __restrict__ input,
                                                                        uint64_t input_bytes, uint64_t chunks,
                                                                        LookBack lb, uint8_t* __restrict__ stream) {
   extern __shared__ __align__(16) uint8_t shared[];
-  __shared__ uint64_t chunk, at;
-  __shared__ uint32_t stored;
-  const uint32_t C = coder.chunk_bytes();
-  uint8_t* staging = shared;
-  uint8_t* coder_shared = shared + (C + 15) / 16 * 16;
+  __shared__ uint64_t chunk[2], at;
+  __shared__ uint32_t entry[2];  // the table entry of each staging's chunk
+  __shared__ bool placed;
+  const uint32_t C = coder.chunk_bytes(), staged = (C + 15) / 16 * 16;
+  uint8_t* coder_shared = shared + (Coder::encode_defers ? 2 : 1) * staged;
   uint8_t* payload = stream + 4 * chunks;
-  for (;;) {
-    if (threadIdx.x == 0) chunk = lb.claim(0);
-    __syncthreads();
-    const uint64_t c = chunk;
-    if (c >= chunks) return;  // uniform across the block
-    const uint8_t* in = input + c * C;
-    const uint32_t n = chunk_size(input_bytes, C, c);
-    const uint32_t size = n > 1 ? coder.encode_chunk(in, n, staging, n - 1, coder_shared) : n;
-    const bool raw = size >= n;
+  // Places the chunk of staging `slot`; without `wait`, returns false (to every thread) rather
+  // than wait for a chunk before it.
+  auto place = [&](int slot, bool wait) {
+    const uint64_t c = chunk[slot];
     if (threadIdx.x < 32) {
-      const uint32_t own = raw ? n : size;
-      if (threadIdx.x == 0 && c > 0) lb.publish_aggregate(c, {own});
-      const varlen::Counts<1> before = lb.exclusive_prefix(c);
+      varlen::Counts<1> before;
+      const bool known = lb.exclusive_prefix(c, before, wait);
       if (threadIdx.x == 0) {
-        lb.publish_inclusive(c, {before.v[0] + own});
-        reinterpret_cast<uint32_t*>(stream)[c] = raw ? (n | raw_flag) : own;
-        at = before.v[0], stored = own;
+        placed = known, at = before.v[0];
+        if (known) {
+          lb.publish_inclusive(c, {before.v[0] + (entry[slot] & ~raw_flag)});
+          reinterpret_cast<uint32_t*>(stream)[c] = entry[slot];
+        }
       }
     }
     __syncthreads();
-    copy_bytes(payload + at, raw ? in : staging, stored, threadIdx.x, blockDim.x);
-    __syncthreads();  // `chunk`, `at` and the staging are rewritten for the next chunk
+    if (!placed) return false;  // uniform across the block
+    const bool raw = entry[slot] & raw_flag;
+    copy_bytes(payload + at, raw ? input + c * C : shared + slot * staged, entry[slot] & ~raw_flag, threadIdx.x,
+               blockDim.x);
+    __syncthreads();  // `at`, `placed` and the staging are rewritten
+    return true;
+  };
+  int pending = -1;  // the staging of a chunk not yet placed
+  for (int slot = 0;; slot = Coder::encode_defers ? slot ^ 1 : 0) {
+    if (threadIdx.x == 0) chunk[slot] = lb.claim(0);
+    __syncthreads();
+    const uint64_t c = chunk[slot];
+    if (c >= chunks) break;  // uniform across the block
+    const uint8_t* in = input + c * C;
+    const uint32_t n = chunk_size(input_bytes, C, c);
+    const uint32_t size = n > 1 ? coder.encode_chunk(in, n, shared + slot * staged, n - 1, coder_shared) : n;
+    const bool raw = size >= n;
+    if (threadIdx.x == 0) {
+      entry[slot] = raw ? (n | raw_flag) : size;
+      if (c > 0) lb.publish_aggregate(c, {raw ? n : size});
+    }
+    if constexpr (Coder::encode_defers) {
+      if (pending >= 0) place(pending, true);
+      pending = place(slot, false) ? -1 : slot;
+    } else {
+      place(slot, true);
+    }
   }
+  if (pending >= 0) place(pending, true);
 }
 
 struct StoredSize {
@@ -169,7 +200,7 @@ Buffer encode_cuda(const Coder& coder, const uint8_t* input, uint64_t input_byte
   Buffer state = Buffer::device(8 * LB::words(K), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(state.data(), 0, state.size(), stream));
   Buffer out = Buffer::device(head_bytes + max_encoded_size(input_bytes, C), stream);
-  const uint32_t shared = (C + 15) / 16 * 16 + coder.encode_shared_bytes();
+  const uint32_t shared = (Coder::encode_defers ? 2 : 1) * ((C + 15) / 16 * 16) + coder.encode_shared_bytes();
   auto kernel = detail::encode_kernel<Coder>;
   const unsigned grid = detail::resident_grid_with_shared(kernel, Coder::encode_threads, shared, K);
   kernel<<<grid, Coder::encode_threads, shared, stream>>>(coder, input, input_bytes, K,

@@ -43,34 +43,41 @@ struct LookBack {
   __device__ void publish_aggregate(uint64_t c, const Counts<K>& n) const { publish(aggregate + K * c, n); }
   __device__ void publish_inclusive(uint64_t c, const Counts<K>& n) const { publish(inclusive + K * c, n); }
 
-  // The counts of chunks [0, c), by one whole warp: lane l reads chunk end - 1 - l, waits until
-  // it has published something, and the warp adds the aggregates up to the nearest chunk that
-  // published its inclusive counts. Chunks are claimed in order by resident blocks, so every
+  // The counts of chunks [0, c), by one whole warp: lane l reads chunk end - 1 - l, and the warp
+  // waits until every chunk up to the nearest one with inclusive counts has published something
+  // (not for the chunks beyond it: chunks take different times), then adds them. Chunks are claimed in order by resident blocks, so every
   // chunk waited on is being worked on.
   __device__ Counts<K> exclusive_prefix(uint64_t c) const {
-    const uint32_t lane = threadIdx.x % 32;
     Counts<K> before{};
+    exclusive_prefix(c, before, true);
+    return before;
+  }
+  // The same, or without `wait` false (to every lane) where it would wait for a chunk.
+  __device__ bool exclusive_prefix(uint64_t c, Counts<K>& before, bool wait) const {
+    const uint32_t lane = threadIdx.x % 32;
+    before = Counts<K>{};
     for (uint64_t end = c; end > 0; end = end > 32 ? end - 32 : 0) {
       const bool exists = lane < end;
       const uint64_t j = exists ? end - 1 - lane : 0;
       Counts<K> got{};
-      bool total = false;
-      for (;;) {
-        bool ready = !exists;
+      uint32_t totals, counted;
+      for (;;) {  // until the chunks up to the nearest inclusive total (or all 32) have published
+        bool ready = !exists, total = false;
         if (exists) {
           total = load(inclusive + K * j, got);
           ready = total || load(aggregate + K * j, got);
         }
-        if (__all_sync(0xffffffffu, ready)) break;
+        totals = __ballot_sync(0xffffffffu, total);
+        counted = totals ? (2u << (__ffs(totals) - 1)) - 1u : 0xffffffffu;  // lanes up to the nearest total
+        if ((__ballot_sync(0xffffffffu, ready) & counted) == counted) break;
+        if (!wait) return false;
       }
-      const uint32_t totals = __ballot_sync(0xffffffffu, total);
-      const uint32_t counted = totals ? (2u << (__ffs(totals) - 1)) - 1u : 0xffffffffu;  // lanes up to the nearest total
       const bool use = exists && (counted >> lane & 1u);
 #pragma unroll
       for (int k = 0; k < K; ++k) before.v[k] += warp_sum(use ? got.v[k] : 0);
       if (totals) break;
     }
-    return before;
+    return true;
   }
 
  private:

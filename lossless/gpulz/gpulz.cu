@@ -1,18 +1,28 @@
-// CUDA backend of GPULZ on the chunked-stream scaffold (varlen/chunked_stream.cuh).
-// Encode: a block per chunk; the chunk is loaded into shared memory and probed a distance per
-// warp: for distance d, L_d(i) = x[i] == x[i - d] ? min(16, 1 + L_d(i + 1)) : 0 (the match
-// length `probe` compares at i), taken 32 positions at a time from the chunk's end, a ballot
-// of the equalities and a count of trailing ones per lane giving every L at once. Each
-// position keeps the greatest (L, -d) by a shared-memory atomicMax: exactly `probe`'s answer
-// (longest, nearest on a tie), without its per-lane loops of different lengths. Lengths below
-// min_match are not kept (most of the atomics on noisy data): such a probe never changes the
-// parse, which takes a match only from min_match on and looks ahead only for a longer one. Then one
-// thread parses (a walk over the probes, cheap beside them) into the staging the scaffold
-// places.
+// CUDA backend of GPULZ on the chunked-stream scaffold (varlen/chunked_stream.cuh): the CPU's
+// probes and parse (gpulz_parse.hh), computed in parallel, a warp per chunk.
+//
+// Probe. Lane p holds position i = s + p of a window of 32 and, as G words of bits, E(i): bit
+// d - 1 set where x[i] == x[i - d] (d <= window, d <= i), from __match_any_sync where the window
+// holds few symbols and a distance at a time otherwise (`equalities`). A match of length L at d
+// from i is L positions with bit d - 1 set, so with A1 = E and A2k(i) = Ak(i) & Ak(i + k) the
+// distances that match at least 16 are A16(i), and the longest L below 16 follows by binary
+// lifting (L += k where some distance left also matches k more from i + L: A8, A4, A2, A1 at
+// i + L); the nearest such distance is the lowest bit left. That is `probe`'s answer (longest,
+// nearest on a tie) without following every distance's run. The warp takes the windows from
+// the last, keeping the next window's E and A2-A8 for the positions up to 15 ahead.
+// Parse. The warp walks the chunk a window at a time: from the window's first token start e,
+// every lane's next start (one symbol on, a match's length on, or "leaves the window") is
+// doubled by shuffles four times, and the starts reachable from e follow from 16, 8, 4, 2 and
+// 1 steps of them (an OR across the warp each). A match of 16 (probe_cap) ends the walk in the
+// window; its extension is found 32 symbols at a time. The walk gives each window its starts,
+// matches and first token's place, so the tokens and flag bits are then written a window at a
+// time. A chunk whose tokens outgrow it stops the walk (stored raw).
 // Decode: a warp per chunk, 32 tokens at a time: a ballot over the flags and a scan of the
 // token lengths give every token its input and output place at once; literals and matches
 // whose source lies before the round are copied by their own lanes together, a match whose
 // source the round itself writes by the whole warp in token order.
+#include <utility>
+
 #include "lossless/gpulz/gpulz.hh"
 #include "lossless/gpulz/gpulz_parse.hh"
 #include "varlen/chunked_stream.cuh"
@@ -21,29 +31,234 @@ namespace fzg::gpulz {
 
 namespace {
 
+constexpr uint32_t all_lanes = 0xffffffffu;
+constexpr uint32_t few_symbols = 4;  // in a window, for equalities_matched (its cost model)
+
 __host__ __device__ constexpr uint32_t align16(uint32_t n) { return (n + 15) / 16 * 16; }
 
+// One chunk's encode in shared memory: the symbols behind `front` bytes (x[i - d] is read for
+// every d a lane's words hold, then masked), the probes, the walk's words a window and the flag
+// words; sized for the widest symbols' count (m = C with S = 1 or auto).
+struct EncodeLayout {
+  uint32_t C, m, front;
+  static constexpr uint32_t back = 128;  // the last window's lanes past the chunk
+  __host__ __device__ uint32_t windows() const { return (m + 31) / 32; }
+  __host__ __device__ uint32_t probes() const { return front + align16(C + back); }  // u16 a symbol
+  __host__ __device__ uint32_t starts() const { return probes() + align16(2 * m); }  // u32 a window, and:
+  __host__ __device__ uint32_t matches() const { return starts() + 4 * windows(); }
+  __host__ __device__ uint32_t longs() const { return matches() + 4 * windows(); }
+  __host__ __device__ uint32_t token_base() const { return longs() + 4 * windows(); }  // and the totals
+  __host__ __device__ uint32_t byte_base() const { return token_base() + 4 * windows() + 4; }
+  __host__ __device__ uint32_t flags() const { return byte_base() + 4 * windows() + 4; }  // u32 a 32 tokens
+  __host__ __device__ uint32_t result() const { return flags() + 4 * windows(); }        // u32
+  __host__ __device__ uint32_t trial() const { return align16(result() + 4); }
+  __host__ __device__ uint32_t bytes(bool with_trial) const { return trial() + (with_trial ? align16(C) : 0); }
+};
+
+// The value lane + k holds, of this window (`cur`) or, past lane 31, of the next (`next`).
+__device__ __forceinline__ uint32_t ahead(uint32_t cur, uint32_t next, uint32_t lane, uint32_t k) {
+  const uint32_t from = (lane + k) & 31u;
+  const uint32_t a = __shfl_sync(all_lanes, cur, from), b = __shfl_sync(all_lanes, next, from);
+  return lane + k < 32 ? a : b;
+}
+
+// A window's equality bits and their runs of 2, 4 and 8 (lane p: position s + p).
+template <int G>
+struct Runs {
+  uint32_t e[G], a2[G], a4[G], a8[G];
+};
+
+template <int G>
+__device__ __forceinline__ void clear(Runs<G>& r) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) r.e[g] = r.a2[g] = r.a4[g] = r.a8[g] = 0;
+}
+
+// The 16 bits `v` into the distance words e at bit 16 c + l (l < 16): c is known when compiled.
+template <int G, int c>
+__device__ __forceinline__ void add_bits(uint32_t (&e)[G], uint32_t v, uint32_t l) {
+  constexpr int j = c / 2;
+  if constexpr (j < G) {
+    if constexpr (c % 2 == 0) {
+      e[j] |= v << l;
+    } else {
+      e[j] |= v << (16 + l);
+      if constexpr (j + 1 < G) e[j + 1] |= v >> (16 - l);  // l = 0: v has 16 bits, nothing spills
+    }
+  }
+}
+
+// Block b back (b = 1, 2, ...) beside each half of the window, as `equalities` says.
+template <typename Sym, int G, int b>
+__device__ __forceinline__ void match_block(const Sym* back, uint32_t own, bool low, uint32_t l, uint32_t low_blocks,
+                                            uint32_t high_blocks, uint32_t (&e)[G]) {
+  if (b <= int(low_blocks)) {  // uniform across the warp
+    const uint32_t v = low ? own : uint32_t(back[-16 * b]);
+    const uint32_t r = __brev(__match_any_sync(all_lanes, v)) & 0xffffu;  // bit u: lane 31 - u
+    if (low) add_bits<G, b - 1>(e, r, l);
+  }
+  if (b <= int(high_blocks)) {
+    const uint32_t v = low ? uint32_t(back[-16 * b]) : own;
+    const uint32_t r = __brev(__match_any_sync(all_lanes, v)) >> 16;  // bit u: lane 15 - u
+    if (!low) add_bits<G, b>(e, r, l);
+  }
+}
+
+template <typename Sym, int G, int... k>
+__device__ __forceinline__ void match_blocks(std::integer_sequence<int, k...>, const Sym* back, uint32_t own, bool low,
+                                             uint32_t l, uint32_t low_blocks, uint32_t high_blocks, uint32_t (&e)[G]) {
+  (match_block<Sym, G, k + 1>(back, own, low, l, low_blocks, high_blocks, e), ...);
+}
+
+// The bits of position i past the chunk, the window and the chunk's start cleared.
+template <int G>
+__device__ __forceinline__ void keep_distances(uint32_t i, uint32_t m, uint32_t window, uint32_t (&e)[G]) {
+  const uint32_t farthest = i < m ? (i < window ? i : window) : 0;  // distances 1 .. farthest exist
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const uint32_t bits = farthest > 32u * g ? farthest - 32u * g : 0u;
+    e[g] &= bits >= 32 ? all_lanes : (1u << bits) - 1u;
+  }
+}
+
+// E of position s + lane, a distance at a time (x[s + lane - 32 G] readable: the layout's front).
+template <typename Sym, int G>
+__device__ __forceinline__ void equalities_each(const Sym* x, uint32_t s, uint32_t lane, uint32_t (&e)[G]) {
+  const Sym* at = x + s + lane;
+  const uint32_t own = *at;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    uint32_t word = 0;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) word |= uint32_t(uint32_t(at[-(32 * g + j + 1)]) == own) << j;
+    e[g] = word;
+  }
+}
+
+// E of position s + lane by __match_any_sync, which compares 32 symbols at once: the window's
+// own 32 give every distance inside it; a 16-symbol block k blocks before the window, beside
+// either half of it, gives that half 16 distances more (one lane's 16 bits, reversed, shifted by
+// its place): 8 calls for W = 64 where a distance at a time takes ~300 instructions. A call
+// costs about 2 SM cycles per distinct symbol among its lanes (H200), so this pays only on
+// windows of a few symbols. x[s - 16 (2 G + 1)] must be readable (the layout's front).
+template <typename Sym, int G>
+__device__ __forceinline__ void equalities_matched(const Sym* x, uint32_t s, uint32_t lane, uint32_t window,
+                                                   uint32_t (&e)[G]) {
+  const uint32_t own = x[s + lane], l = lane % 16;
+  const bool low = lane < 16;
+  const uint32_t inside = __match_any_sync(all_lanes, own) & ((1u << lane) - 1u);  // lanes q < lane: d = lane - q
+  e[0] = lane ? __brev(inside) >> (32 - lane) : 0u;
+#pragma unroll
+  for (int g = 1; g < G; ++g) e[g] = 0;
+  // Block k back beside the low half: lane l's distances 16 k - 15 + l .. 16 k + l; beside the
+  // high half (lanes 16 + l): 16 k + 1 + l .. 16 k + 16 + l. Only blocks within the window.
+  const uint32_t low_blocks = (window + 15) / 16, high_blocks = (window - 1) / 16;
+  match_blocks<Sym, G>(std::make_integer_sequence<int, 2 * G + 1>{}, x + s + l, own, low, l, low_blocks, high_blocks, e);
+}
+
+// E of position s + lane: by __match_any_sync where the window holds few symbols (a bound: the
+// lanes that equal none of the 4 before them), else a distance at a time.
+template <typename Sym, int G>
+__device__ __forceinline__ void equalities(const Sym* x, uint32_t s, uint32_t lane, uint32_t m, uint32_t window,
+                                           uint32_t (&e)[G]) {
+  const uint32_t own = x[s + lane];
+  bool seen = false;
+#pragma unroll
+  for (uint32_t k = 1; k <= 4; ++k) {
+    const uint32_t before = __shfl_up_sync(all_lanes, own, k);  // every lane takes part
+    seen |= lane >= k && before == own;
+  }
+  if (__popc(__ballot_sync(all_lanes, !seen)) <= few_symbols)  // uniform across the warp
+    equalities_matched<Sym, G>(x, s, lane, window, e);
+  else
+    equalities_each<Sym, G>(x, s, lane, e);
+  keep_distances(s + lane, m, window, e);
+}
+
+template <typename Sym, int G>
+__device__ __forceinline__ void runs_of(const Sym* x, uint32_t s, uint32_t m, uint32_t window, const Runs<G>& next,
+                                        uint32_t lane, Runs<G>& r) {
+  if (s >= m) return clear(r);  // uniform across the warp
+  equalities<Sym, G>(x, s, lane, m, window, r.e);
+#pragma unroll
+  for (int g = 0; g < G; ++g) r.a2[g] = r.e[g] & ahead(r.e[g], next.e[g], lane, 1);
+#pragma unroll
+  for (int g = 0; g < G; ++g) r.a4[g] = r.a2[g] & ahead(r.a2[g], next.a2[g], lane, 2);
+#pragma unroll
+  for (int g = 0; g < G; ++g) r.a8[g] = r.a4[g] & ahead(r.a4[g], next.a4[g], lane, 4);
+}
+
+// `probe`'s answer for each position of the window (length | distance << 8), 0 below min_match.
+template <int G>
+__device__ __forceinline__ uint32_t longest(const Runs<G>& r, const Runs<G>& next, uint32_t lane, uint32_t min_match) {
+  uint32_t mask[G], len = 0;
+  bool any16 = false;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    mask[g] = r.a8[g] & ahead(r.a8[g], next.a8[g], lane, 8);
+    any16 |= mask[g] != 0;
+  }
+  if (any16) {
+    len = probe_cap;
+  } else {
+#pragma unroll
+    for (int g = 0; g < G; ++g) mask[g] = all_lanes;
+  }
+  // Binary lifting below 16: every lane takes part in the shuffles.
+#pragma unroll
+  for (int step = 3; step >= 0; --step) {
+    const uint32_t k = 1u << step;
+    uint32_t t[G];
+    bool any = false;
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const uint32_t cur = step == 3 ? r.a8[g] : step == 2 ? r.a4[g] : step == 1 ? r.a2[g] : r.e[g];
+      const uint32_t nxt = step == 3 ? next.a8[g] : step == 2 ? next.a4[g] : step == 1 ? next.a2[g] : next.e[g];
+      t[g] = mask[g] & ahead(cur, nxt, lane, len & 15u);
+      any |= t[g] != 0;
+    }
+    if (any && len < probe_cap) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) mask[g] = t[g];
+      len += k;
+    }
+  }
+  if (len < min_match) return 0;
+  uint32_t d = 0;
+#pragma unroll
+  for (int g = G - 1; g >= 0; --g)
+    if (mask[g]) d = 32u * g + __ffs(mask[g]);
+  return len | d << 8;
+}
+
+// Where each window's tokens go, as the walk leaves them: starts, matches and matches longer
+// than probe_cap (bit p: position 32 w + p), the tokens and token bytes before the window.
+struct Walk {
+  uint32_t *starts, *matches, *longs, *token_base, *byte_base;
+};
+
+template <int G>
 struct DeviceCoder {
   Params p;
 
-  static constexpr int encode_threads = 128;
+  // A warp a chunk: the walk is one warp's, and a block of more would leave the others waiting
+  // for it at a barrier; the SM interleaves many chunks' warps instead.
+  static constexpr int encode_threads = 32;
+  static constexpr bool encode_defers = true;  // a chunk's walk follows its tokens
+  static constexpr uint32_t warps = encode_threads / 32;
   __host__ __device__ uint32_t chunk_bytes() const { return p.chunk_bytes; }
-
-  // symbols | probes (a u32 per byte at most) | flags | a trial code (auto) | the result
-  __host__ __device__ uint32_t encode_shared_bytes() const {
-    const uint32_t C = p.chunk_bytes;
-    return align16(C) + align16(4 * C) + align16(C / 8 + 1) + (p.symbol ? 0 : align16(C)) + 16;
+  __host__ __device__ EncodeLayout layout() const {
+    const uint32_t widest = p.symbol ? p.symbol : 4, narrowest = p.symbol ? p.symbol : 1;
+    return {p.chunk_bytes, p.chunk_bytes / narrowest, (32u * G + 16u) * widest};
   }
-  __host__ __device__ uint32_t decode_shared_bytes() const { return p.chunk_bytes; }
-  static constexpr bool decode_staged = true;  // matches read back what the chunk wrote
+  __host__ __device__ uint32_t encode_shared_bytes() const { return layout().bytes(p.symbol == 0); }
 
   __device__ uint32_t encode_chunk(const uint8_t* in, uint32_t n, uint8_t* out, uint32_t capacity,
                                    uint8_t* shared) const {
-    uint8_t* symbols = shared;
-    chunked::copy_bytes(symbols, in, n, threadIdx.x, blockDim.x);
+    chunked::copy_bytes(shared + layout().front, in, n, threadIdx.x, blockDim.x);
     __syncthreads();
     if (p.symbol) return encode_with(p.symbol, n, out, capacity, shared);
-    uint8_t* trial = shared + encode_shared_bytes() - 16 - align16(p.chunk_bytes);
+    uint8_t* trial = shared + layout().trial();
     uint32_t best = capacity + 1;
     for (uint32_t S = 1; S <= 4; S *= 2) {
       const uint32_t size = encode_with(S, n, trial, capacity, shared);
@@ -67,49 +282,171 @@ struct DeviceCoder {
 
   template <typename Sym>
   __device__ uint32_t encode_as(uint32_t n, uint8_t* out, uint32_t capacity, uint8_t* shared) const {
-    const uint32_t C = p.chunk_bytes, m = n / sizeof(Sym);
-    const auto* x = reinterpret_cast<const Sym*>(shared);
-    auto* best = reinterpret_cast<uint32_t*>(shared + align16(C));
-    uint8_t* flags = shared + align16(C) + align16(4 * C);
-    auto* result = reinterpret_cast<uint32_t*>(shared + encode_shared_bytes() - 16);
-    const uint32_t min_match = min_match_of(p, sizeof(Sym));
-    probe_by_distance(x, m, min_match, best);
-    if (threadIdx.x == 0)
-      *result = write_chunk(x, m, [&](uint32_t i) { return probe_of(best[i]); }, min_match, shared + m * sizeof(Sym),
-                            n % sizeof(Sym), out, capacity, flags);
+    constexpr uint32_t S = sizeof(Sym);
+    const EncodeLayout l = layout();
+    const uint32_t m = n / S, windows = (m + 31) / 32, min_match = min_match_of(p, S);
+    const uint8_t* bytes = shared + l.front;
+    const auto* x = reinterpret_cast<const Sym*>(bytes);
+    auto* probes = reinterpret_cast<uint16_t*>(shared + l.probes());
+    auto* flags = reinterpret_cast<uint32_t*>(shared + l.flags());
+    auto* result = reinterpret_cast<uint32_t*>(shared + l.result());
+    const Walk walk{reinterpret_cast<uint32_t*>(shared + l.starts()), reinterpret_cast<uint32_t*>(shared + l.matches()),
+                    reinterpret_cast<uint32_t*>(shared + l.longs()), reinterpret_cast<uint32_t*>(shared + l.token_base()),
+                    reinterpret_cast<uint32_t*>(shared + l.byte_base())};
+    probe_windows(x, m, min_match, probes);
+    for (uint32_t k = threadIdx.x; k < windows; k += blockDim.x) flags[k] = 0;
+    __syncthreads();
+    if (threadIdx.x < 32) walk_tokens(x, m, min_match, capacity, n % S, probes, walk, result);
     __syncthreads();
     const uint32_t size = *result;
-    __syncthreads();  // the result and the probes are rewritten by the next width
+    if (size <= capacity) write_tokens<Sym>(bytes, m, min_match, windows, probes, walk, flags, out);
+    __syncthreads();
+    if (size <= capacity) {
+      const uint32_t tokens = walk.token_base[windows], token_bytes = header_bytes + walk.byte_base[windows];
+      const uint32_t flag_bytes = (tokens + 7) / 8, tail = n % S;
+      for (uint32_t b = threadIdx.x; b < flag_bytes + tail; b += blockDim.x)
+        out[token_bytes + b] = b < flag_bytes ? uint8_t(flags[b / 4] >> (8 * (b % 4))) : bytes[m * S + b - flag_bytes];
+      if (threadIdx.x == 0) out[0] = uint8_t(S), out[1] = uint8_t(tokens), out[2] = uint8_t(tokens >> 8);
+    }
+    __syncthreads();  // the result, probes and walk are rewritten by the next width or chunk
     return size;
   }
 
-  // best[i] as the CPU's probe_by_distance (gpulz_parse.hh) packs it.
+  // Every position's probe into probes[0, m): a warp a run of windows, from its last.
   template <typename Sym>
-  __device__ void probe_by_distance(const Sym* x, uint32_t m, uint32_t min_match, uint32_t* best) const {
-    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    for (uint32_t i = threadIdx.x; i < m; i += blockDim.x) best[i] = 0;
-    __syncthreads();
-    const uint32_t farthest = p.window < m ? p.window : (m ? m - 1 : 0);
-    for (uint32_t d = 1 + warp; d <= farthest; d += warps) {
-      // Positions [d, m) in windows of 32 from the end; `carry` is L at the window's end.
-      uint32_t carry = 0;
-      const uint32_t span = m - d, windows = (span + 31) / 32;
-      for (uint32_t w = windows; w-- > 0;) {
-        const uint32_t i = d + 32 * w + lane;
-        const bool inside = i < m;
-        const bool equal = inside && x[i] == x[i - d];
-        const uint32_t ones = __ballot_sync(0xffffffffu, equal) >> lane;  // bit k: position i + k equal
-        // The run of equalities from i: to the window's end it continues into `carry`.
-        const uint32_t run = ones == 0xffffffffu >> lane ? 32 - lane + carry : __ffs(~ones) - 1;
-        const uint32_t len = run < probe_cap ? run : probe_cap;
-        const uint32_t packed = len << 8 | (255 - d);
-        if (len >= min_match) atomicMax(best + i, packed);
-        const uint32_t first = __shfl_sync(0xffffffffu, len, 0);
-        carry = first;
+  __device__ void probe_windows(const Sym* x, uint32_t m, uint32_t min_match, uint16_t* probes) const {
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, windows = (m + 31) / 32;
+    const uint32_t first = warp * windows / warps, end = (warp + 1) * windows / warps;
+    if (first == end) return;  // uniform across the warp
+    Runs<G> next, cur;
+    clear(next);
+    runs_of(x, 32 * end, m, p.window, next, lane, cur);  // the window after the run (its first lanes)
+    next = cur;
+    for (uint32_t w = end; w-- > first;) {
+      runs_of(x, 32 * w, m, p.window, next, lane, cur);
+      const uint32_t probe = longest(cur, next, lane, min_match);
+      if (32 * w + lane < m) probes[32 * w + lane] = uint16_t(probe);
+      next = cur;
+    }
+  }
+
+  // Warp 0: the tokens' starts, window by window (the walk in the file comment); *result: the
+  // chunk's size, or capacity + 1 once its tokens outgrow it.
+  template <typename Sym>
+  __device__ void walk_tokens(const Sym* x, uint32_t m, uint32_t min_match, uint32_t capacity, uint32_t tail,
+                                      uint16_t* probes, const Walk& walk, uint32_t* result) const {
+    constexpr uint32_t S = sizeof(Sym);
+    const uint32_t lane = threadIdx.x, max_len = min_match + max_extra, windows = (m + 31) / 32;
+    uint32_t e = 0, tokens = 0, token_bytes = 0, open = 0, starts = 0, matches = 0, longs = 0;
+    bool fits = true;
+    if (lane == 0) walk.token_base[0] = 0, walk.byte_base[0] = 0;
+    while (e < m) {
+      const uint32_t w = e / 32, s = 32 * w, i = s + lane;
+      if (w != open) {  // the open window is done; the windows up to w start where the walk is
+        if (lane == 0) walk.starts[open] = starts, walk.matches[open] = matches, walk.longs[open] = longs;
+        for (uint32_t v = open + 1 + lane; v <= w; v += 32) {
+          walk.token_base[v] = tokens, walk.byte_base[v] = token_bytes;
+          if (v < w) walk.starts[v] = walk.matches[v] = walk.longs[v] = 0;
+        }
+        open = w, starts = matches = longs = 0;
+      }
+      const uint32_t here = i < m ? probes[i] : 0u, len_here = here & 0xffu;
+      const uint32_t len_next = i + 1 < m ? probes[i + 1] & 0xffu : 0u;
+      // Lazy by one symbol, as write_chunk (probes below min_match are 0 here).
+      const bool match = len_here >= min_match && !(len_here < probe_cap && len_next > len_here);
+      const bool extends = match && len_here == probe_cap;
+      const uint32_t len = match ? len_here : 1u;
+      // The next start: a lane of this window, 32 (past it) or 33 (a match to extend, or past the chunk).
+      uint32_t jump[5];
+      jump[0] = i >= m || extends ? 33u : lane + len < 32 && i + len < m ? lane + len : 32u;
+#pragma unroll
+      for (int k = 1; k < 5; ++k) {
+        const uint32_t far = __shfl_sync(all_lanes, jump[k - 1], jump[k - 1] & 31u);
+        jump[k] = jump[k - 1] < 32 ? far : jump[k - 1];
+      }
+      uint32_t set = 1u << (e - s);
+#pragma unroll
+      for (int k = 4; k >= 0; --k) set |= __reduce_or_sync(all_lanes, (set >> lane & 1u) && jump[k] < 32 ? 1u << jump[k] : 0u);
+      const uint32_t new_matches = __ballot_sync(all_lanes, (set >> lane & 1u) && match);
+      starts |= set, matches |= new_matches;
+      tokens += __popc(set);
+      token_bytes += 2 * __popc(new_matches) + S * (__popc(set) - __popc(new_matches));
+      const uint32_t last = 31 - __clz(set);
+      const uint32_t last_len = __shfl_sync(all_lanes, len, last);
+      e = s + last + last_len;
+      if (__shfl_sync(all_lanes, uint32_t(extends), last)) {
+        const uint32_t at = s + last, d = __shfl_sync(all_lanes, here >> 8, last);
+        uint32_t total = probe_cap;
+        for (;;) {  // as write_chunk, 32 symbols a step
+          const uint32_t k = total + lane;
+          const bool equal = k < max_len && at + k < m && x[at + k] == x[at + k - d];
+          const uint32_t ones = __ballot_sync(all_lanes, equal);
+          const uint32_t run = ones == all_lanes ? 32u : __ffs(~ones) - 1u;
+          total += run;
+          if (run < 32) break;
+        }
+        __syncwarp();  // every lane has read this window's probes
+        if (lane == 0) probes[at] = uint16_t((total - min_match) | d << 8);  // the writer's length byte
+        __syncwarp();  // and reads them again
+        longs |= 1u << last;
+        e = at + total;
+      }
+      if (header_bytes + token_bytes > capacity) {
+        fits = false;
+        break;
       }
     }
-    __syncthreads();
+    if (fits) {
+      if (lane == 0) walk.starts[open] = starts, walk.matches[open] = matches, walk.longs[open] = longs;
+      for (uint32_t v = open + 1 + lane; v <= windows; v += 32) {
+        walk.token_base[v] = tokens, walk.byte_base[v] = token_bytes;
+        if (v < windows) walk.starts[v] = walk.matches[v] = walk.longs[v] = 0;
+      }
+    }
+    const uint32_t size = header_bytes + token_bytes + (tokens + 7) / 8 + tail;
+    if (lane == 0) *result = fits && size <= capacity ? size : capacity + 1;
   }
+
+  // Every warp a window at a time: its tokens' bytes at their places, their flag bits into
+  // `flags` (atomically: a word may hold two windows' bits).
+  template <typename Sym>
+  __device__ void write_tokens(const uint8_t* bytes, uint32_t m, uint32_t min_match, uint32_t windows,
+                               const uint16_t* probes, const Walk& walk, uint32_t* flags, uint8_t* out) const {
+    constexpr uint32_t S = sizeof(Sym);
+    const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1u;
+    for (uint32_t w = threadIdx.x / 32; w < windows; w += warps) {
+      const uint32_t starts = walk.starts[w], matches = walk.matches[w];
+      if (!starts) continue;  // uniform across the warp
+      const uint32_t i = 32 * w + lane;
+      const bool start = starts >> lane & 1u, match = matches >> lane & 1u;
+      const uint32_t at = header_bytes + walk.byte_base[w] + 2 * __popc(matches & below) +
+                          S * __popc(starts & ~matches & below);
+      if (start && match) {
+        const uint32_t probe = probes[i];
+        const bool extended = walk.longs[w] >> lane & 1u;
+        out[at] = uint8_t(extended ? probe & 0xffu : (probe & 0xffu) - min_match);
+        out[at + 1] = uint8_t((probe >> 8) - 1);
+      } else if (start) {
+#pragma unroll
+        for (uint32_t b = 0; b < S; ++b) out[at + b] = bytes[i * S + b];
+      }
+      const uint32_t bits = __reduce_or_sync(all_lanes, start && match ? 1u << __popc(starts & below) : 0u);
+      if (lane == 0 && bits) {
+        const uint32_t t = walk.token_base[w], shift = t % 32;
+        atomicOr(flags + t / 32, bits << shift);
+        if (shift && shift + __popc(starts) > 32) atomicOr(flags + t / 32 + 1, bits >> (32 - shift));
+      }
+    }
+  }
+};
+
+
+struct DeviceDecoder {
+  Params p;
+
+  __host__ __device__ uint32_t chunk_bytes() const { return p.chunk_bytes; }
+  __host__ __device__ uint32_t decode_shared_bytes() const { return p.chunk_bytes; }
+  static constexpr bool decode_staged = true;  // matches read back what the chunk wrote
 
   __device__ bool decode_chunk(const uint8_t* stored, uint32_t size, uint8_t* out, uint32_t n, uint8_t* shared) const {
     const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1u;
@@ -173,15 +510,27 @@ struct DeviceCoder {
   }
 };
 
+// The encode's registers grow with the window (G words of distance bits a position).
+template <typename F>
+auto with_groups(uint32_t window, F f) {
+  if (window <= 32) return f(DeviceCoder<1>{});
+  if (window <= 64) return f(DeviceCoder<2>{});
+  if (window <= 128) return f(DeviceCoder<4>{});
+  return f(DeviceCoder<8>{});
+}
+
 }  // namespace
 
 Buffer encode_cuda(const Params& p, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
-  return chunked::encode_cuda(DeviceCoder{p}, input, input_bytes, stream);
+  return with_groups(p.window, [&](auto coder) {
+    coder.p = p;
+    return chunked::encode_cuda(coder, input, input_bytes, stream);
+  });
 }
 
 void decode_cuda(const Params& p, const uint8_t* encoded, uint64_t encoded_bytes, uint8_t* output, uint64_t output_bytes,
                  cudaStream_t stream) {
-  chunked::decode_cuda(DeviceCoder{p}, encoded, encoded_bytes, output, output_bytes, stream);
+  chunked::decode_cuda(DeviceDecoder{p}, encoded, encoded_bytes, output, output_bytes, stream);
 }
 
 }  // namespace fzg::gpulz

@@ -39,8 +39,8 @@ FZG_HOST_DEVICE uint32_t probe(const Sym* x, uint32_t i, uint32_t m, uint32_t wi
 // L_d(i) = x[i] == x[i - d] ? min(probe_cap, 1 + L_d(i + 1)) : 0 taken from the end, each
 // position keeps the greatest (L, -d), packed as L << 8 | (255 - d) in best[i] (0: nothing
 // matches); probe_of unpacks it. The same answers as `probe` (longest, nearest on a tie) with
-// one comparison per position and distance. The GPU runs the same recurrence a distance per
-// warp (gpulz.cu).
+// one comparison per position and distance. The GPU finds the same answers from each
+// position's equalities as bits over the distances (gpulz.cu).
 FZG_HOST_DEVICE uint32_t probe_of(uint32_t packed) { return packed ? (packed >> 8) | (255 - (packed & 0xffu)) << 8 : 0; }
 
 template <typename Sym>

@@ -48,6 +48,7 @@ struct DeviceCoder {
   uint32_t escape = 0;
 
   static constexpr int encode_threads = 128;
+  static constexpr bool encode_defers = false;  // every chunk codes in about the same time
   static constexpr bool decode_staged = false;  // each step writes 32 symbols in order
   __host__ __device__ uint32_t chunk_bytes() const { return p.chunk_bytes; }
   __host__ __device__ uint32_t encode_shared_bytes() const { return 4 * encode_threads; }
