@@ -84,7 +84,7 @@ TEST(Gpulz, EveryWindowWidthAndMinimumMatchParsesAlike) {
       sparse[i + k] = sparse[i + k - d];
   inputs.push_back(sparse);
   for (uint32_t window : {1u, 2u, 17u, 31u, 33u, 63u, 65u, 100u, 129u, 200u})
-    for (uint32_t symbol : {1u, 2u, 4u})
+    for (uint32_t symbol : {1u, 2u, 4u, 0u})
       for (uint32_t min_match : {0u, 1u, 4u, 16u})
         for (size_t k = 0; k < inputs.size(); ++k) {
           SCOPED_TRACE("window " + std::to_string(window) + " symbol " + std::to_string(symbol) + " min_match " +

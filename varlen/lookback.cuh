@@ -45,8 +45,8 @@ struct LookBack {
 
   // The counts of chunks [0, c), by one whole warp: lane l reads chunk end - 1 - l, and the warp
   // waits until every chunk up to the nearest one with inclusive counts has published something
-  // (not for the chunks beyond it: chunks take different times), then adds them. Chunks are claimed in order by resident blocks, so every
-  // chunk waited on is being worked on.
+  // (not for the chunks beyond it: chunks take different times), then adds them. Chunks are
+  // claimed in order by resident blocks, so every chunk waited on is being worked on.
   __device__ Counts<K> exclusive_prefix(uint64_t c) const {
     Counts<K> before{};
     exclusive_prefix(c, before, true);

@@ -140,7 +140,7 @@ __device__ __forceinline__ void equalities_each(const Sym* x, uint32_t s, uint32
 // either half of it, gives that half 16 distances more (one lane's 16 bits, reversed, shifted by
 // its place): 8 calls for W = 64 where a distance at a time takes ~300 instructions. A call
 // costs about 2 SM cycles per distinct symbol among its lanes (H200), so this pays only on
-// windows of a few symbols. x[s - 16 (2 G + 1)] must be readable (the layout's front).
+// windows of a few symbols. x[s - 32 G] must be readable (the layout's front).
 template <typename Sym, int G>
 __device__ __forceinline__ void equalities_matched(const Sym* x, uint32_t s, uint32_t lane, uint32_t window,
                                                    uint32_t (&e)[G]) {
@@ -153,7 +153,7 @@ __device__ __forceinline__ void equalities_matched(const Sym* x, uint32_t s, uin
   // Block k back beside the low half: lane l's distances 16 k - 15 + l .. 16 k + l; beside the
   // high half (lanes 16 + l): 16 k + 1 + l .. 16 k + 16 + l. Only blocks within the window.
   const uint32_t low_blocks = (window + 15) / 16, high_blocks = (window - 1) / 16;
-  match_blocks<Sym, G>(std::make_integer_sequence<int, 2 * G + 1>{}, x + s + l, own, low, l, low_blocks, high_blocks, e);
+  match_blocks<Sym, G>(std::make_integer_sequence<int, 2 * G>{}, x + s + l, own, low, l, low_blocks, high_blocks, e);
 }
 
 // E of position s + lane: by __match_any_sync where the window holds few symbols (a bound: the
@@ -249,7 +249,7 @@ struct DeviceCoder {
   __host__ __device__ uint32_t chunk_bytes() const { return p.chunk_bytes; }
   __host__ __device__ EncodeLayout layout() const {
     const uint32_t widest = p.symbol ? p.symbol : 4, narrowest = p.symbol ? p.symbol : 1;
-    return {p.chunk_bytes, p.chunk_bytes / narrowest, (32u * G + 16u) * widest};
+    return {p.chunk_bytes, p.chunk_bytes / narrowest, 32u * G * widest};  // blocks back: at most 2 G
   }
   __host__ __device__ uint32_t encode_shared_bytes() const { return layout().bytes(p.symbol == 0); }
 
