@@ -21,10 +21,10 @@
 //
 // Encode is one pass: a block codes its chunk into shared memory and finds where the stored
 // bytes go by the shared look-back (varlen/lookback.cuh), so the input is read once and the
-// stream written once; one read-back gives the stream's size. A chunk whose predecessors are not
-// all known waits in its staging while the block codes the next (encode_kernel). Decode scans
-// the table into offsets on the device, decodes a chunk per warp and reads back one word: whether every
-// chunk was consistent.
+// stream written once; one read-back gives the stream's size (with `encode_defers`, a chunk whose
+// predecessors are not all known waits in its staging while the block codes the next). Decode
+// scans the table into offsets on the device, decodes a chunk per warp and reads back one word:
+// whether every chunk was consistent.
 #pragma once
 #include <algorithm>
 

@@ -52,7 +52,7 @@ struct LookBack {
     exclusive_prefix(c, before, true);
     return before;
   }
-  // The same, or without `wait` false (to every lane) where it would wait for a chunk.
+  // The same; without `wait`, false (to every lane) where it would have to wait for a chunk.
   __device__ bool exclusive_prefix(uint64_t c, Counts<K>& before, bool wait) const {
     const uint32_t lane = threadIdx.x % 32;
     before = Counts<K>{};

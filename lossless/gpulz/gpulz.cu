@@ -50,7 +50,7 @@ struct EncodeLayout {
   __host__ __device__ uint32_t token_base() const { return longs() + 4 * windows(); }  // and the totals
   __host__ __device__ uint32_t byte_base() const { return token_base() + 4 * windows() + 4; }
   __host__ __device__ uint32_t flags() const { return byte_base() + 4 * windows() + 4; }  // u32 a 32 tokens
-  __host__ __device__ uint32_t result() const { return flags() + 4 * windows(); }        // u32
+  __host__ __device__ uint32_t result() const { return flags() + 4 * windows(); }         // u32
   __host__ __device__ uint32_t trial() const { return align16(result() + 4); }
   __host__ __device__ uint32_t bytes(bool with_trial) const { return trial() + (with_trial ? align16(C) : 0); }
 };
@@ -290,9 +290,9 @@ struct DeviceCoder {
     auto* probes = reinterpret_cast<uint16_t*>(shared + l.probes());
     auto* flags = reinterpret_cast<uint32_t*>(shared + l.flags());
     auto* result = reinterpret_cast<uint32_t*>(shared + l.result());
-    const Walk walk{reinterpret_cast<uint32_t*>(shared + l.starts()), reinterpret_cast<uint32_t*>(shared + l.matches()),
-                    reinterpret_cast<uint32_t*>(shared + l.longs()), reinterpret_cast<uint32_t*>(shared + l.token_base()),
-                    reinterpret_cast<uint32_t*>(shared + l.byte_base())};
+    auto words = [&](uint32_t at) { return reinterpret_cast<uint32_t*>(shared + at); };
+    const Walk walk{words(l.starts()), words(l.matches()), words(l.longs()), words(l.token_base()),
+                    words(l.byte_base())};
     probe_windows(x, m, min_match, probes);
     for (uint32_t k = threadIdx.x; k < windows; k += blockDim.x) flags[k] = 0;
     __syncthreads();
@@ -334,7 +334,7 @@ struct DeviceCoder {
   // chunk's size, or capacity + 1 once its tokens outgrow it.
   template <typename Sym>
   __device__ void walk_tokens(const Sym* x, uint32_t m, uint32_t min_match, uint32_t capacity, uint32_t tail,
-                                      uint16_t* probes, const Walk& walk, uint32_t* result) const {
+                              uint16_t* probes, const Walk& walk, uint32_t* result) const {
     constexpr uint32_t S = sizeof(Sym);
     const uint32_t lane = threadIdx.x, max_len = min_match + max_extra, windows = (m + 31) / 32;
     uint32_t e = 0, tokens = 0, token_bytes = 0, open = 0, starts = 0, matches = 0, longs = 0;
@@ -366,7 +366,8 @@ struct DeviceCoder {
       }
       uint32_t set = 1u << (e - s);
 #pragma unroll
-      for (int k = 4; k >= 0; --k) set |= __reduce_or_sync(all_lanes, (set >> lane & 1u) && jump[k] < 32 ? 1u << jump[k] : 0u);
+      for (int k = 4; k >= 0; --k)
+        set |= __reduce_or_sync(all_lanes, (set >> lane & 1u) && jump[k] < 32 ? 1u << jump[k] : 0u);
       const uint32_t new_matches = __ballot_sync(all_lanes, (set >> lane & 1u) && match);
       starts |= set, matches |= new_matches;
       tokens += __popc(set);
