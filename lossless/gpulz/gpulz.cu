@@ -245,7 +245,6 @@ struct DeviceCoder {
   // for it at a barrier; the SM interleaves many chunks' warps instead.
   static constexpr int encode_threads = 32;
   static constexpr bool encode_defers = true;  // a chunk's walk follows its tokens
-  static constexpr uint32_t warps = encode_threads / 32;
   __host__ __device__ uint32_t chunk_bytes() const { return p.chunk_bytes; }
   __host__ __device__ EncodeLayout layout() const {
     const uint32_t widest = p.symbol ? p.symbol : 4, narrowest = p.symbol ? p.symbol : 1;
@@ -312,17 +311,13 @@ struct DeviceCoder {
     return size;
   }
 
-  // Every position's probe into probes[0, m): a warp a run of windows, from its last.
+  // Every position's probe into probes[0, m), the windows from the last (past it: no equalities).
   template <typename Sym>
   __device__ void probe_windows(const Sym* x, uint32_t m, uint32_t min_match, uint16_t* probes) const {
-    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, windows = (m + 31) / 32;
-    const uint32_t first = warp * windows / warps, end = (warp + 1) * windows / warps;
-    if (first == end) return;  // uniform across the warp
+    const uint32_t lane = threadIdx.x % 32;
     Runs<G> next, cur;
     clear(next);
-    runs_of(x, 32 * end, m, p.window, next, lane, cur);  // the window after the run (its first lanes)
-    next = cur;
-    for (uint32_t w = end; w-- > first;) {
+    for (uint32_t w = (m + 31) / 32; w-- > 0;) {
       runs_of(x, 32 * w, m, p.window, next, lane, cur);
       const uint32_t probe = longest(cur, next, lane, min_match);
       if (32 * w + lane < m) probes[32 * w + lane] = uint16_t(probe);
@@ -339,17 +334,20 @@ struct DeviceCoder {
     const uint32_t lane = threadIdx.x, max_len = min_match + max_extra, windows = (m + 31) / 32;
     uint32_t e = 0, tokens = 0, token_bytes = 0, open = 0, starts = 0, matches = 0, longs = 0;
     bool fits = true;
+    // The open window is done; the windows up to `to` start where the walk is (those before it
+    // hold no start: a match spans them).
+    auto close_window = [&](uint32_t to) {
+      if (lane == 0) walk.starts[open] = starts, walk.matches[open] = matches, walk.longs[open] = longs;
+      for (uint32_t v = open + 1 + lane; v <= to; v += 32) {
+        walk.token_base[v] = tokens, walk.byte_base[v] = token_bytes;
+        if (v < to) walk.starts[v] = walk.matches[v] = walk.longs[v] = 0;
+      }
+      open = to, starts = matches = longs = 0;
+    };
     if (lane == 0) walk.token_base[0] = 0, walk.byte_base[0] = 0;
     while (e < m) {
       const uint32_t w = e / 32, s = 32 * w, i = s + lane;
-      if (w != open) {  // the open window is done; the windows up to w start where the walk is
-        if (lane == 0) walk.starts[open] = starts, walk.matches[open] = matches, walk.longs[open] = longs;
-        for (uint32_t v = open + 1 + lane; v <= w; v += 32) {
-          walk.token_base[v] = tokens, walk.byte_base[v] = token_bytes;
-          if (v < w) walk.starts[v] = walk.matches[v] = walk.longs[v] = 0;
-        }
-        open = w, starts = matches = longs = 0;
-      }
+      if (w != open) close_window(w);
       const uint32_t here = i < m ? probes[i] : 0u, len_here = here & 0xffu;
       const uint32_t len_next = i + 1 < m ? probes[i + 1] & 0xffu : 0u;
       // Lazy by one symbol, as write_chunk (probes below min_match are 0 here).
@@ -397,25 +395,19 @@ struct DeviceCoder {
         break;
       }
     }
-    if (fits) {
-      if (lane == 0) walk.starts[open] = starts, walk.matches[open] = matches, walk.longs[open] = longs;
-      for (uint32_t v = open + 1 + lane; v <= windows; v += 32) {
-        walk.token_base[v] = tokens, walk.byte_base[v] = token_bytes;
-        if (v < windows) walk.starts[v] = walk.matches[v] = walk.longs[v] = 0;
-      }
-    }
+    if (fits) close_window(windows);  // the totals at index `windows`
     const uint32_t size = header_bytes + token_bytes + (tokens + 7) / 8 + tail;
     if (lane == 0) *result = fits && size <= capacity ? size : capacity + 1;
   }
 
-  // Every warp a window at a time: its tokens' bytes at their places, their flag bits into
-  // `flags` (atomically: a word may hold two windows' bits).
+  // A window at a time: its tokens' bytes at their places, their flag bits ORed into `flags` (a
+  // word may hold two windows' bits).
   template <typename Sym>
   __device__ void write_tokens(const uint8_t* bytes, uint32_t m, uint32_t min_match, uint32_t windows,
                                const uint16_t* probes, const Walk& walk, uint32_t* flags, uint8_t* out) const {
     constexpr uint32_t S = sizeof(Sym);
     const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1u;
-    for (uint32_t w = threadIdx.x / 32; w < windows; w += warps) {
+    for (uint32_t w = 0; w < windows; ++w) {
       const uint32_t starts = walk.starts[w], matches = walk.matches[w];
       if (!starts) continue;  // uniform across the warp
       const uint32_t i = 32 * w + lane;
