@@ -162,13 +162,25 @@ Buffer upload_with_range(const FieldRef& field, cudaStream_t stream, bool range,
 #endif
 }
 
-void value_range(const Buffer& field, DType dtype, uint64_t count, cudaStream_t stream, const MissingValues& missing,
-                 double* min, double* max) {
+// The field's finite range (of its points with data). A device field with fill values also
+// gets its data bits in the same read, returned for the predictor (StageContext::data_bits);
+// the result is empty otherwise.
+Buffer value_range(const Buffer& field, DType dtype, const Dims& dims, cudaStream_t stream,
+                   const MissingValues& missing, double* min, double* max) {
 #ifdef FZG_HAVE_CUDA
-  if (field.on_device()) return finite_range_device(field.data(), dtype, count, min, max, stream, &missing);
+  if (field.on_device() && !missing.empty()) {
+    Buffer bits = Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream);
+    data_bits_device(field.data(), dtype, dims, missing, bits.as<uint32_t>(), stream, min, max);
+    return bits;
+  }
+  if (field.on_device()) {
+    finite_range_device(field.data(), dtype, dims.count(), min, max, stream, &missing);
+    return Buffer();
+  }
 #endif
   (void)stream;
-  finite_range(field.data(), dtype, count, min, max, &missing);
+  finite_range(field.data(), dtype, dims.count(), min, max, &missing);
+  return Buffer();
 }
 
 bool needs_value_range(const Graph& graph) {
@@ -405,7 +417,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   const MissingValues missing = graph.missing_values(field.dtype);  // left out of the range
   FieldSummary summary;
   summary.bound = options.bound;
-  Buffer input;
+  Buffer input, data_bits;
   const uint64_t value_bytes = dtype_size(field.dtype);
   // A host field the device cannot hold beside its chunks' work stays on the host: its range
   // is reduced there, and each lane uploads its chunk and takes the chunk's streams back.
@@ -426,7 +438,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   times.start();
   if (out_of_core) {
     input = Buffer::view(const_cast<void*>(field.data), field.size_bytes(), field.where);
-    if (range) value_range(input, field.dtype, field.dims.count(), base.stream, missing, &summary.min, &summary.max);
+    if (range) value_range(input, field.dtype, field.dims, base.stream, missing, &summary.min, &summary.max);
     times.stop("value range");
   } else if (uploads) {
     input = upload_with_range(field, base.stream, range, missing, &summary.min, &summary.max);
@@ -437,7 +449,8 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     if (field.where != input.location()) times.stop("upload");
     if (range) {
       times.start();
-      value_range(input, field.dtype, field.dims.count(), base.stream, missing, &summary.min, &summary.max);
+      data_bits = value_range(input, field.dtype, field.dims, base.stream, missing, &summary.min, &summary.max);
+      base.data_bits = data_bits.as<uint32_t>();
       times.stop("value range");
     }
   }

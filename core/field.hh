@@ -59,6 +59,13 @@ void finite_range(const void* data, DType type, uint64_t count, double* min, dou
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream,
                          const MissingValues* missing = nullptr);
 
+// A device field with fill values: every point's data bit (DataBits, core/missing_values.hh:
+// 1 where it equals no fill value) into `bits` (device memory of DataBits(dims).words() words),
+// queued on `stream`; with `min` and `max`, in the same read of the field, the finite range of
+// its points with data as finite_range_device gives it (waiting for it).
+void data_bits_device(const void* data, DType type, const Dims& dims, const MissingValues& missing, uint32_t* bits,
+                      cudaStream_t stream, double* min = nullptr, double* max = nullptr);
+
 // The same, queued on `stream` at construction; result() waits for it, so that the host can
 // do other work meanwhile.
 class DeviceRange {

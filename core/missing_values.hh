@@ -83,6 +83,27 @@ struct MissingValues {
   }
 };
 
+// Which points of a field hold data (are not missing), for the GPU: a bit a point, by rows of
+// the field (y + ny z; one row in 1D) of words_per_row() 32-bit words, bit j of a row's word w
+// being its point x = 32 w + j (bits past nx are 0). A warp's 32 points of a row are one word
+// (a predictor's tiles start at multiples of 32 in x), so kernels write and read a word where
+// a byte a point took 32. One layout for the host and every kernel that writes or reads the
+// bits; a chunk of whole rows is a contiguous run of the field's words.
+struct DataBits {
+  uint64_t nx, rows, per_row;  // per_row: words in a row
+  explicit DataBits(const Dims& d) : nx(d.x), rows(d.count() / d.x), per_row((d.x + 31) / 32) {}
+  FZG_HOST_DEVICE uint64_t words_per_row() const { return per_row; }
+  FZG_HOST_DEVICE uint64_t words() const { return rows * per_row; }
+  // The word of the 32 points of `row` (y + ny z; 0 in 1D) from x, a multiple of 32.
+  FZG_HOST_DEVICE uint64_t word(uint64_t x, uint64_t row) const { return row * per_row + x / 32; }
+  // Word w's first point (field order) and how many points it holds (32, fewer at a row's end).
+  FZG_HOST_DEVICE void place(uint64_t w, uint64_t& first_point, uint32_t& points) const {
+    const uint64_t row = w / per_row, x = (w - row * per_row) * 32;
+    first_point = row * nx + x;
+    points = uint32_t(nx - x < 32 ? nx - x : 32);
+  }
+};
+
 // The fill values' patterns in a float type: each double converted to `type` (NaN stays NaN,
 // its sign kept). Fails with invalid_argument on more than `capacity` values, on values that
 // coincide in `type`, or on a type that is not f32 or f64.

@@ -75,6 +75,9 @@ struct StageContext {
   Dims dims;         // this chunk: whole slices of the slowest axis of field_dims
   uint64_t chunk_first_value = 0;  // the chunk's first value in the field's order
   const std::vector<uint8_t>* header = nullptr;  // this stage's header (empty when it has none)
+  // On the GPU with fill values, where the executor made them beside the value range: the whole
+  // field's data bits (DataBits, core/missing_values.hh) in device memory; null otherwise.
+  const uint32_t* data_bits = nullptr;
 };
 
 // What a header is made from: the request and what the executor knows of the whole field.

@@ -469,14 +469,14 @@ TEST(MissingValues, AnUnknownCodeFormIsCorruptData) {
   EXPECT_FALSE(data_only);
 }
 
-// The device's gather and scatter are the CPU's (the flags from the field and from the mask
-// are compared through whole files in GpuWritesTheCpuBytes).
-TEST(MissingValues, GpuGathersAndScattersCodesAsTheCpu) {
+// The device's scatter is the CPU's (the bits from the mask are compared through whole files
+// in GpuWritesTheCpuBytes).
+TEST(MissingValues, GpuScattersCodesAsTheCpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
 #ifdef FZG_HAVE_CUDA
   std::mt19937_64 rng(12);
   // Rows of 32 points and of others (a partial last word per row), several segments of words,
-  // random flags and whole words without data (the gather skips them).
+  // random flags and whole words without data.
   for (const Dims& d : {Dims::make({1}), Dims::make({2047}), Dims::make({8192}), Dims::make({300001}),
                         Dims::make({33, 70}), Dims::make({64, 300}), Dims::make({37, 19, 23})}) {
     SCOPED_TRACE(d.to_string());
@@ -488,35 +488,74 @@ TEST(MissingValues, GpuGathersAndScattersCodesAsTheCpu) {
       flags[i] = !empty_word && rng() % 4 != 0, codes[i] = flags[i] ? uint16_t(rng()) : 0;
     }
     const uint64_t count = lorenzo::gather_data_codes_cpu(codes.data(), flags.data(), n, data.data());
-    // The flags as the GPU keeps them (lorenzo::DataBits): a bit a point, words by rows.
-    const lorenzo::DataBits layout(d);
+    // The flags as the GPU keeps them (DataBits): a bit a point, words by rows.
+    const DataBits layout(d);
     std::vector<uint32_t> words(layout.words(), 0);
     for (uint64_t i = 0; i < n; ++i) {
       const uint64_t row = i / d.x, x = i % d.x;
       if (flags[i]) words[layout.word(x, row)] |= 1u << (x % 32);
     }
     Buffer bits = to_device(Buffer::view(words.data(), 4 * words.size(), Location::host), nullptr);
-    Buffer c = to_device(Buffer::view(codes.data(), 2 * n, Location::host), nullptr);
-    Buffer gathered = Buffer::device(2 * n, nullptr), scattered = Buffer::device(2 * n, nullptr);
-    EXPECT_EQ(lorenzo::gather_data_codes_cuda(c.as<uint16_t>(), bits.as<uint32_t>(), d, gathered.as<uint16_t>(),
-                                              nullptr),
-              count);
-    std::vector<uint8_t> got = testing::bytes_of(gathered);
-    EXPECT_EQ(0, std::memcmp(got.data(), data.data(), 2 * count));
-    // The gather that leaves its count in device memory (encode_cuda's): the same codes and count.
-    Buffer device_count = Buffer::device(sizeof(uint64_t), nullptr), again = Buffer::device(2 * n, nullptr);
-    lorenzo::gather_data_codes_cuda(c.as<uint16_t>(), bits.as<uint32_t>(), d, again.as<uint16_t>(),
-                                    device_count.as<uint64_t>(), nullptr);
-    uint64_t counted = ~uint64_t(0);
-    std::memcpy(&counted, testing::bytes_of(device_count).data(), sizeof counted);
-    EXPECT_EQ(counted, count);
-    EXPECT_EQ(0, std::memcmp(testing::bytes_of(again).data(), data.data(), 2 * count));
+    Buffer gathered = to_device(Buffer::view(data.data(), 2 * n, Location::host), nullptr);
+    Buffer scattered = Buffer::device(2 * n, nullptr);
     lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count, bits.as<uint32_t>(), d,
                                      scattered.as<uint16_t>(), nullptr);
     EXPECT_EQ(testing::bytes_of(scattered), testing::bytes_of(Buffer::view(codes.data(), 2 * n, Location::host)));
     expect_error([&] { lorenzo::scatter_data_codes_cuda(gathered.as<uint16_t>(), count + 1, bits.as<uint32_t>(), d,
                                                         scattered.as<uint16_t>(), nullptr); },
                  ErrorCode::corrupt_data, "codes size");
+  }
+#endif
+}
+
+#ifdef FZG_HAVE_CUDA
+// data_bits_device on one field: the bits a host loop finds, and the range finite_range gives.
+template <typename T>
+void expect_data_bits(const std::vector<T>& v, const Dims& d, const MissingValues& missing) {
+  const DataBits layout(d);
+  std::vector<uint32_t> expected(layout.words(), 0);
+  for (uint64_t i = 0; i < v.size(); ++i) {
+    const uint64_t row = i / d.x, x = i % d.x;
+    if (missing.symbol_of(v[i]) == 0) expected[layout.word(x, row)] |= 1u << (x % 32);
+  }
+  Buffer field = to_device(Buffer::view(const_cast<T*>(v.data()), v.size() * sizeof(T), Location::host), nullptr);
+  for (bool with_range : {false, true}) {
+    std::vector<uint32_t> stale(layout.words(), 0xa5a5a5a5u);  // every word must be written
+    Buffer bits = to_device(Buffer::view(stale.data(), 4 * stale.size(), Location::host), nullptr);
+    double lo = -7, hi = -7, cpu_lo, cpu_hi;
+    data_bits_device(field.data(), dtype_of<T>(), d, missing, bits.as<uint32_t>(), nullptr, with_range ? &lo : nullptr,
+                     with_range ? &hi : nullptr);
+    const std::vector<uint8_t> got = testing::bytes_of(bits);
+    ASSERT_EQ(got.size(), 4 * expected.size());
+    EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0);
+    if (!with_range) continue;
+    finite_range(v.data(), dtype_of<T>(), v.size(), &cpu_lo, &cpu_hi, &missing);
+    EXPECT_EQ(lo, cpu_lo);
+    EXPECT_EQ(hi, cpu_hi);
+  }
+}
+#endif
+
+// The data bits made beside the value range (the executor's, for the encode) are the host's,
+// with one fill value or several, NaN among them, in both types, with partial words and rows.
+TEST(MissingValues, GpuDataBitsAndRangeAreTheHosts) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+#ifdef FZG_HAVE_CUDA
+  for (const Dims& d : {Dims::make({1}), Dims::make({70001}), Dims::make({33, 70}), Dims::make({64, 300}),
+                        Dims::make({37, 19, 23}), Dims::make({96, 40, 20})}) {
+    for (bool scattered : {false, true}) {
+      SCOPED_TRACE(d.to_string() + (scattered ? " scattered" : ""));
+      std::vector<float> f32 = masked_field<float>(d, 1e20f, scattered);
+      expect_data_bits(f32, d, missing_values_of({1e20}, DType::f32));
+      // A second fill value (NaN) at every 7th point, and an infinity that holds data.
+      for (uint64_t i = 0; i < f32.size(); i += 7) f32[i] = std::numeric_limits<float>::quiet_NaN();
+      if (f32.size() > 3) f32[3] = std::numeric_limits<float>::infinity();
+      expect_data_bits(f32, d, missing_values_of({1e20, parse_fill_value("nan")}, DType::f32));
+      const std::vector<double> f64 = masked_field<double>(d, -1.07e9, scattered);
+      expect_data_bits(f64, d, missing_values_of({-1.07e9}, DType::f64));
+      // All missing: no bit, and the empty range.
+      expect_data_bits(std::vector<double>(d.count(), -1.07e9), d, missing_values_of({-1.07e9}, DType::f64));
+    }
   }
 #endif
 }

@@ -1,12 +1,11 @@
-// CUDA backend of the codes of the points with data (lorenzo.hh), the same bytes as
-// gather_data_codes_cpu and scatter_data_codes_cpu, from the points' data bits (DataBits):
-// the words are cut into segments of 256, one a thread; a first pass counts each segment's
-// points with data, the shared scan (varlen/scan.cuh) gives every segment its first place,
-// and a second pass moves the codes, a block per segment: a block scan of the threads' counts
-// places each word, then each warp walks its 32 words, a word's 32 codes by the 32 lanes
-// (one coalesced load or store of a row's 32 neighbours; the gather skips words without
-// data). The total is the gather's output size (read back, or left in device memory for the
-// caller's own read-back) and the scatter's check (read back before the move).
+// CUDA backend of a decode's codes of every point from the codes of the points with data
+// (lorenzo.hh), as scatter_data_codes_cpu, by the points' data bits (DataBits): the words are
+// cut into segments of 256, one a thread; a first pass counts each segment's points with data,
+// the shared scan (varlen/scan.cuh) gives every segment its first code, and a second pass moves
+// the codes, a block per segment: a block scan of the threads' counts places each word, then
+// each warp walks its 32 words, a word's 32 codes by the 32 lanes (one coalesced store of a
+// row's 32 neighbours). The total is checked against the stream's code count (read back
+// before the move). (A masked encode writes its codes in place: no gather.)
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -49,15 +48,11 @@ __global__ void __launch_bounds__(segment_words) segment_counts_kernel(Words wor
   }
 }
 
-// Point i with data is the (count of points with data before it)-th data code. Gather:
-// data[j] = all[i] at those points; scatter: all[i] = data[j] there, 0 at missing points.
-// A warp moves its 32 words `batch` at a time, all the batch's loads issued before its stores:
-// one word's 64 bytes in flight a warp left the move latency-bound (174 us for 100 M points,
-// 52 % missing, H100). The gather visits only the words with data: visiting every word (about
-// twenty instructions each) cost nearly as much on a field 87 % missing (117 us) as on one 48 %
-// missing (136 us). The scatter writes every point.
-template <bool Gather>
-__global__ void __launch_bounds__(segment_words) move_kernel(const uint16_t* __restrict__ in, Words words,
+// Point i with data is the (count of points with data before it)-th data code: all[i] =
+// data[j] there, 0 at missing points. A warp moves its 32 words `batch` at a time, all the
+// batch's loads issued before its stores: one word's 64 bytes in flight a warp left the move
+// latency-bound (174 us for 100 M points, 52 % missing, H100).
+__global__ void __launch_bounds__(segment_words) scatter_kernel(const uint16_t* __restrict__ in, Words words,
                                                              uint64_t segments, const uint64_t* __restrict__ first,
                                                              uint16_t* __restrict__ out) {
   using Scan = cub::BlockScan<uint32_t, segment_words>;
@@ -73,8 +68,7 @@ __global__ void __launch_bounds__(segment_words) move_kernel(const uint16_t* __r
     uint64_t my_first_point;
     uint32_t my_points;
     words.place(w, my_first_point, my_points);
-    // The warp's words still to move (uniform), a bit a lane's word: the gather's hold data.
-    uint32_t rest = Gather ? __ballot_sync(0xffffffffu, bits != 0) : 0xffffffffu;
+    uint32_t rest = 0xffffffffu;  // the warp's words still to move, a bit a lane's word
     while (rest) {
       uint64_t to[batch];
       uint16_t value[batch];
@@ -89,13 +83,8 @@ __global__ void __launch_bounds__(segment_words) move_kernel(const uint16_t* __r
         const uint64_t point = __shfl_sync(0xffffffffu, my_first_point, j) + lane;
         const uint32_t points = __shfl_sync(0xffffffffu, my_points, j);
         const bool has_data = real && (b >> lane & 1u);
-        if (Gather) {
-          store[u] = has_data, to[u] = code;
-          value[u] = has_data ? in[point] : uint16_t(0);
-        } else {
-          store[u] = real && lane < points, to[u] = point;
-          value[u] = has_data ? in[code] : uint16_t(0);
-        }
+        store[u] = real && lane < points, to[u] = point;
+        value[u] = has_data ? in[code] : uint16_t(0);
       }
 #pragma unroll
       for (int u = 0; u < batch; ++u)
@@ -132,37 +121,18 @@ uint64_t read_total(const DataPlaces& places, cudaStream_t stream) {
   return total;
 }
 
-DataPlaces queue_gather(const uint16_t* codes, const Words& words, uint16_t* out, cudaStream_t stream) {
-  DataPlaces places = data_places(words, stream);
-  move_kernel<true><<<grid_for(places.segments, 1), segment_words, 0, stream>>>(
-      codes, words, places.segments, places.first.as<uint64_t>(), out);
-  FZG_CUDA_CHECK_LAUNCH();
-  return places;
-}
-
 Words words_of(const uint32_t* data_bits, const Dims& dims) {
   return {data_bits, DataBits(dims)};
 }
 
 }  // namespace
 
-uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
-                                cudaStream_t stream) {
-  return read_total(queue_gather(codes, words_of(data_bits, dims), out, stream), stream);
-}
-
-void gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
-                            uint64_t* count, cudaStream_t stream) {
-  const DataPlaces places = queue_gather(codes, words_of(data_bits, dims), out, stream);
-  FZG_CUDA_CHECK(cudaMemcpyAsync(count, places.total(), sizeof(uint64_t), cudaMemcpyDeviceToDevice, stream));
-}
-
 void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint32_t* data_bits, const Dims& dims,
                              uint16_t* codes, cudaStream_t stream) {
   const Words words = words_of(data_bits, dims);
   const DataPlaces places = data_places(words, stream);
   require_data(read_total(places, stream) == count, "lorenzo codes size");  // before any code past `count` is read
-  move_kernel<false><<<grid_for(places.segments, 1), segment_words, 0, stream>>>(
+  scatter_kernel<<<grid_for(places.segments, 1), segment_words, 0, stream>>>(
       data_codes, words, places.segments, places.first.as<uint64_t>(), codes);
   FZG_CUDA_CHECK_LAUNCH();
 }

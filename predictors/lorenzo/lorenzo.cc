@@ -262,11 +262,11 @@ class LorenzoStage final : public Stage {
           return std::vector<Buffer>{codes, outliers};
         },
         [&] {
-          Buffer codes = Buffer::device(2 * n, ctx.stream), data_codes;
+          Buffer codes = Buffer::device(2 * n, ctx.stream);
           Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                  codes.as<uint16_t>(), &code_count, ctx.stream, setup.missing,
-                                                 masked ? &mask : nullptr, &data_codes, setup.prediction);
-          return std::vector<Buffer>{masked ? data_codes : codes, outliers};
+                                                 masked ? &mask : nullptr, setup.prediction, chunk_data_bits(ctx));
+          return std::vector<Buffer>{codes, outliers};
         });
     outputs[0].shrink(2 * code_count);
     if (masked) outputs.push_back(mask);
@@ -367,6 +367,14 @@ class LorenzoStage final : public Stage {
                      std::equal(expected.bits, expected.bits + expected.count, setup.missing.bits),
                  "lorenzo fill values differ from the stage's parameters");
     return setup;
+  }
+
+  // The chunk's data bits within the field's, where the executor made them (a chunk is whole
+  // rows, or in 1D starts at a multiple of the tile's 2048 points).
+  static const uint32_t* chunk_data_bits(const StageContext& ctx) {
+    if (!ctx.data_bits) return nullptr;
+    const uint64_t first = ctx.chunk_first_value, nx = ctx.field_dims.x;
+    return ctx.data_bits + DataBits(ctx.field_dims).word(first % nx, first / nx);
   }
 
   static void check_field(const StageContext& ctx) {

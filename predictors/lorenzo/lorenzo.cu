@@ -18,18 +18,20 @@
 // Decompression is one pass: deltas (escapes patched in), prefix sums along each axis,
 // x' = T(q * step) written, exact values written last (2 bytes read + sizeof(T) written per
 // value).
-// With fill values (the `Fill` instantiations), a tile first finds which symbols it holds (one
-// barrier): a tile all of one fill value (inland) writes no code and its known mask runs; a
-// tile all data is coded as without fill values (in 1D and 2D through the bordered shared
-// tile); in a tile with both kinds of point the warps give each missing point its own
-// prediction as q (predict_missing, mask.hh's rule, one anti-diagonal of rows at a time in 3D)
-// before the deltas, and its mask runs are found by a block scan over the symbols in shared
+// With fill values (the `Fill` instantiations) the encode starts from the field's data bits
+// (DataBits, core/missing_values.hh: made beside the value range by the executor, or by the
+// encoder), from which a scan gives every word of 32 points its first code (the codes of the
+// points with data, in field order: each code is written where it goes, with no gather) and a
+// small kernel each tile's class. A tile all of the one fill value (inland) reads nothing and
+// writes only its known mask runs (no barrier); a tile all data is coded as without fill values
+// (in 1D and 2D through the bordered shared tile); other tiles find which symbols they hold
+// (one barrier), and in a tile with both kinds of point the warps give each missing point its
+// own prediction as q (predict_missing, mask.hh's rule, one anti-diagonal of rows at a time in
+// 3D) before the deltas; its mask runs are found by a block scan over the symbols in shared
 // memory. Runs go to a scratch slot per tile, which a compaction kernel packs into the mask
 // stream once the host knows the total (added up by the repeats kernel and read back with the
-// outlier totals: no extra synchronization). Every warp also writes its points' data bits (a
-// ballot: lorenzo.hh's DataBits), by which the codes of the points with data are gathered
-// (code_order.cu, queued before that read-back, whose fourth total is their count); before a
-// decode they are scattered back (0 at missing points, bits from the mask), and the decode
+// outlier totals and the code count: no extra synchronization). Before a decode the codes are
+// scattered back (code_order.cu: 0 at missing points, bits from the mask), and the decode
 // writes the fill values of its tile's runs after the exact values.
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
@@ -104,17 +106,25 @@ struct TilePlace {
   }
 };
 
+// This block's run of the launch's tiles, [first, end) (empty for a block past the last tile).
+__device__ __forceinline__ void block_tiles(const Grid& g, uint32_t& first, uint32_t& end) {
+  const uint32_t tiles = g.end_tile - g.first_tile;
+  const uint32_t per_block = (tiles + gridDim.x - 1) / gridDim.x;
+  const uint32_t offset = blockIdx.x * per_block;
+  first = end = g.first_tile;
+  if (offset >= tiles) return;
+  first += offset;
+  end = first + (tiles - offset < per_block ? tiles - offset : per_block);
+}
+
 // The tiles of this block: one contiguous run of the launch's tiles, so that a tile's
 // coordinates follow from the previous tile's by a carry instead of two integer divisions per
 // tile. `body(place)` sees every tile of the run; the whole block calls it together.
 template <int TX, int TY, int TZ, typename Body>
 __device__ __forceinline__ void for_each_block_tile(const Grid& g, Body body) {
-  const uint32_t tiles = g.end_tile - g.first_tile;
-  const uint32_t per_block = (tiles + gridDim.x - 1) / gridDim.x;
-  const uint32_t offset = blockIdx.x * per_block;
-  if (offset >= tiles) return;
-  uint32_t tile = g.first_tile + offset;
-  const uint32_t end = tile + (tiles - offset < per_block ? tiles - offset : per_block);
+  uint32_t tile, end;
+  block_tiles(g, tile, end);
+  if (tile == end) return;
   const uint32_t row = tile / g.tiles_x;
   uint32_t tx = tile - row * g.tiles_x, tz = row / g.tiles_y, ty = row - tz * g.tiles_y;
   for (; tile < end; ++tile) {
@@ -405,42 +415,80 @@ __device__ uint32_t only_missing_symbol(uint32_t presence) {
 }
 __device__ bool mixed(uint32_t presence) { return (presence & holds_data) && (presence & 0xfffeu); }
 
-// Where the data bits (DataBits) of a row's 32 points from (x, y, z), x a multiple of 32, go.
-struct BitsTarget {
-  uint32_t* words;
+// Where the data bits (DataBits) of a row's 32 points from (x, y, z), x a multiple of 32, lie:
+// `Word` const for a kernel that reads them, not for one that writes them.
+template <typename Word>
+struct BitsAt {
+  Word* words;
   DataBits layout;
   __device__ uint64_t word(const Grid& g, uint64_t x, uint64_t y, uint64_t z) const {
     return layout.word(x, y + g.ny * z);
   }
-  // How far apart the words of a thread's points k and k + 1 lie (Strip's step: 256 points
-  // along x in 1D, 256 / TX rows in 2D, a plane in 3D).
-  template <int TX, int TY, int TZ>
-  __device__ uint64_t strip_step(const Grid& g) const {
-    if constexpr (TY == 1) return block_threads / 32;
-    else if constexpr (TZ == 1) return (block_threads / TX) * layout.words_per_row();
-    else return g.ny * layout.words_per_row();
-  }
+};
+using BitsTarget = BitsAt<uint32_t>;
+
+// A masked encode's data bits (made beside the value range, or by the encoder) and where the
+// codes of each word's points with data go: the codes of the points with data in field order,
+// word w's first at first_code[w] (a scan of the words' counts).
+struct BitsSource : BitsAt<const uint32_t> {
+  const uint64_t* first_code;
 };
 
-// The data bits of this thread's points: a word per warp and k, whose lanes are 32 points of a
-// row (lane 0 the first). Lane 0 finds its first word once and steps from it (the word's
-// 64-bit index computed by every lane and every k was a fifth of a masked encode's
-// instructions). The whole block calls it.
+// What a tile's data bits say of it (tile_classes_kernel): every point inside holds data, the
+// tile lies inside the field and every point is missing, or anything else (both kinds, or a
+// tile across the field's edge with missing points).
+enum TileClass : uint8_t { all_data_tile = 0, all_missing_tile = 1, other_tile = 2 };
+
+// A warp a tile: its words (TX / 32 a row, TY TZ rows), each against the points of its row
+// inside the field.
+template <int TX, int TY, int TZ>
+__global__ void __launch_bounds__(block_threads) tile_classes_kernel(Grid g, BitsAt<const uint32_t> bits,
+                                                                     uint8_t* __restrict__ classes) {
+  constexpr uint32_t row_words = TX / 32, words = row_words * TY * TZ, warps = block_threads / 32;
+  const uint32_t lane = threadIdx.x % 32;
+  for (uint32_t tile = g.first_tile + blockIdx.x * warps + threadIdx.x / 32; tile < g.end_tile;
+       tile += gridDim.x * warps) {
+    const TilePlace<TX, TY, TZ> p(g, tile);
+    bool data = false, missing = false;
+    for (uint32_t j = lane; j < words; j += 32) {
+      const uint32_t wx = j % row_words, row = j / row_words, ly = row % TY, lz = row / TY;
+      const uint64_t x = p.x0 + 32 * wx;
+      if (ly >= p.ey || lz >= p.ez || x >= g.nx) continue;  // no point of the field
+      const uint32_t points = g.nx - x < 32 ? uint32_t(g.nx - x) : 32u;
+      const uint32_t expected = points == 32 ? 0xffffffffu : (1u << points) - 1;
+      const uint32_t word = bits.words[bits.word(g, x, p.y0 + ly, p.z0 + lz)];
+      data |= word != 0, missing |= word != expected;
+    }
+    data = __any_sync(0xffffffffu, data), missing = __any_sync(0xffffffffu, missing);
+    if (lane == 0) classes[tile] = !missing ? all_data_tile : !data && p.whole() ? all_missing_tile : other_tile;
+  }
+}
+
+// Lane k < per_thread: the data bits of the warp's points at k (one word: a row's 32 points
+// from a multiple of 32) and the word's first code, loaded beside the tile's values and
+// shuffled to every lane at the codes' stores (a load a point there waited for the stores
+// before it, which may alias it: 20 % slower masked encode on an H100).
+struct WordPlace {
+  uint32_t bits = 0;
+  uint64_t first_code = 0;
+};
 template <bool Whole, int TX, int TY, int TZ>
-__device__ void store_data_bits(const Grid& g, const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p,
-                                uint32_t symbols, BitsTarget bits) {
-  uint32_t* at = nullptr;
-  uint64_t step = 0;
-  if (threadIdx.x % 32 == 0) {
-    at = bits.words + bits.word(g, p.x0 + strip.x(0), p.y0 + strip.y(0), p.z0 + strip.z(0));
-    step = bits.strip_step<TX, TY, TZ>(g);
-  }
+__device__ WordPlace word_place(const Grid& g, const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p,
+                                const BitsSource& bits) {
+  const uint32_t lane = threadIdx.x % 32;
+  uint32_t inside = 0;  // lane k: any lane's point at k inside the field (a row outside has no word)
 #pragma unroll
-  for (int k = 0; k < strip.per_thread; ++k, at += step) {
-    const bool inside = Whole || strip.inside(k);
-    const uint32_t word = __ballot_sync(0xffffffffu, inside && (symbols >> (4 * k) & 0xfu) == 0);
-    if (threadIdx.x % 32 == 0 && inside) *at = word;
+  for (int k = 0; k < strip.per_thread; ++k) {
+    const uint32_t any = Whole ? 1u : __ballot_sync(0xffffffffu, strip.inside(k));
+    if (lane == uint32_t(k)) inside = any;
   }
+  WordPlace mine;
+  if (inside) {  // lanes below per_thread only
+    const uint64_t w = bits.word(g, p.x0 + strip.x(lane), p.y0 + strip.y(lane), p.z0 + strip.z(lane));
+    mine.bits = bits.words[w];
+    mine.first_code = bits.first_code[w];
+  }
+  return mine;
 }
 
 // With fill values, once the tile's q are in the halo: the symbols by key into
@@ -456,15 +504,16 @@ __device__ void settle_missing(const Strip<TX, TY, TZ>& strip, const TilePlace<T
   if (mixed(presence)) predict_missing<TX, TY, TZ>(q, tile_symbols, p, axes);  // uniform across the block
 }
 
-// What a Fill encode keeps of a tile besides its codes: the points' data bits, the symbols'
+// What a Fill encode keeps of a tile besides its codes: the points' data bits (read), the symbols'
 // presence (warp words) and the symbols by key (for the mask runs of a tile that is not all one
 // symbol), and `uniform`, the symbol of a tile all of one (no_uniform_symbol otherwise).
 struct FillTile {
-  BitsTarget bits;
+  BitsSource bits;
   uint32_t* warp_words;
   uint8_t* symbols;
   int32_t* plane;  // a 3D tile all data: column_deltas' buffer (shares memory with `symbols`)
   uint32_t uniform;
+  uint32_t tile_class;  // TileClass
 };
 
 // One tile's codes; returns this thread's escape and exact counts, packed. A 3D tile keeps
@@ -483,12 +532,16 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
   const Strip<TX, TY, TZ> strip(g, p);
   int32_t delta[Strip<TX, TY, TZ>::per_thread];
   uint32_t exacts, symbols;
+  WordPlace place;  // with `Fill`
   if constexpr (Fill) {
+    // (A tile all missing with one fill value never comes here: see encode_kernel.) A tile all
+    // data needs no presence; in the others the last reads of the previous tile's halo and
+    // symbols are behind tile_presence's barrier (a tile ends at one anyway).
+    place = word_place<Whole>(g, strip, p, fill.bits);
     exacts = prequantize_strip<Whole, Fill>(field, strip, c, missing, delta, symbols);
-    store_data_bits<Whole>(g, strip, p, symbols, fill.bits);  // for the gather of the codes
-    // The last reads of the previous tile's halo and symbols are behind this barrier.
-    const uint32_t presence = tile_presence<Whole>(strip, symbols, fill.warp_words);
-    if (const uint32_t symbol = only_missing_symbol(presence)) {  // land: no codes, no outliers
+    const uint32_t presence =
+        fill.tile_class == all_data_tile ? holds_data | 1u : tile_presence<Whole>(strip, symbols, fill.warp_words);
+    if (const uint32_t symbol = only_missing_symbol(presence)) {
       fill.uniform = symbol;
       return 0;
     }
@@ -529,14 +582,26 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
     for (int k = 0; k < strip.per_thread; ++k) delta[k] = H::delta(q, strip.cell(k), axes);
   }
   uint32_t escapes = 0;
-  uint16_t* dst = codes + (strip.global0 - g.codes_first);
+  if constexpr (Fill) {  // the codes of the points with data, each at its word's first plus its rank there
+    const uint32_t below = (1u << (threadIdx.x % 32)) - 1;
 #pragma unroll
-  for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
-    if (!Whole && !strip.inside(k)) continue;
-    if (Fill && (symbols >> (4 * k) & 0xfu)) continue;  // a missing point: its code is never read
-    uint16_t code;
-    escapes += !encode_delta(delta[k], &code);
-    *dst = code;
+    for (int k = 0; k < strip.per_thread; ++k) {
+      const uint32_t word = __shfl_sync(0xffffffffu, place.bits, k);
+      const uint64_t first = __shfl_sync(0xffffffffu, place.first_code, k);
+      if ((!Whole && !strip.inside(k)) || (symbols >> (4 * k) & 0xfu)) continue;  // outside, or missing
+      uint16_t code;
+      escapes += !encode_delta(delta[k], &code);
+      codes[first + __popc(word & below)] = code;
+    }
+  } else {
+    uint16_t* dst = codes + (strip.global0 - g.codes_first);
+#pragma unroll
+    for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
+      if (!Whole && !strip.inside(k)) continue;
+      uint16_t code;
+      escapes += !encode_delta(delta[k], &code);
+      *dst = code;
+    }
   }
   return pack_counts(escapes, exacts);
 }
@@ -597,7 +662,8 @@ __device__ void write_mask_runs(const uint8_t* tile_symbols, uint16_t* run_start
 struct MaskScratch {
   uint16_t* slots;
   uint32_t* tile_runs;
-  BitsTarget bits;
+  BitsSource bits;
+  const uint8_t* classes;  // each tile's TileClass
 };
 
 // totals: escapes, exacts, mask runs. Five blocks an SM (at most 48 registers, no spills):
@@ -630,10 +696,29 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
   __shared__ uint32_t warp_counts[block_threads / 32];
   __shared__ std::conditional_t<Fill, MaskShared, char> mask_shared;
   H::clear(q);
+  uint32_t first_tile, end_tile, classes = 0;  // Fill: the classes of 32 tiles from `batch`, a lane each
+  block_tiles(g, first_tile, end_tile);
+  uint32_t batch = first_tile;
   for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
-    FillTile fill{mask.bits, nullptr, nullptr, nullptr, no_uniform_symbol};
-    if constexpr (Fill)
+    FillTile fill{mask.bits, nullptr, nullptr, nullptr, no_uniform_symbol, all_data_tile};
+    if constexpr (Fill) {
       fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.mixed.symbols, fill.plane = mask_shared.plane;
+      if (p.index == first_tile || p.index - batch == 32) {
+        batch = p.index;
+        const uint32_t t = batch + threadIdx.x % 32;
+        classes = t < end_tile ? mask.classes[t] : 0u;
+      }
+      fill.tile_class = __shfl_sync(0xffffffffu, classes, p.index - batch);  // uniform across the block
+      // A tile all of the one fill value (land): its mask runs, and no code, outlier or barrier.
+      if (missing.count == 1 && fill.tile_class == all_missing_tile) {
+        if (threadIdx.x == 0) {
+          write_uniform_runs<TX, TY, TZ>(1, mask.slots + uint64_t(p.index - g.first_tile) * volume,
+                                         mask.tile_runs + p.index);
+          tile_counts[p.index] = 0;
+        }
+        return;
+      }
+    }
     // Interior tiles (most of a large field) skip every per-point bounds test.
     const uint32_t counts = p.whole() ? encode_tile<true, Fill, Across>(field, g, p, c, missing, codes, q, fill, axes)
                                       : encode_tile<false, Fill, Across>(field, g, p, c, missing, codes, q, fill, axes);
@@ -1430,23 +1515,48 @@ TileRows tile_rows(const Dims& dims) {
   }
 }
 
+// The scan term of word i: its points with data.
+struct WordCounts {
+  const uint32_t* words;
+  uint64_t n;
+  __device__ uint64_t operator()(uint64_t i) const { return i < n ? __popc(words[i]) : 0; }
+};
+
 DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
-                             const MissingValues& missing, const Prediction& prediction)
+                             const MissingValues& missing, const Prediction& prediction, const uint32_t* data_bits)
     : field_(field), type_(type), grid_(dims), stream_(stream), missing_(missing),
       whole_(prediction.span == Span::chunk && missing.empty()), axes_(prediction.axes_of(dims)) {
   if (grid_.tile_count() >= (uint64_t(1) << 32)) fail(ErrorCode::invalid_argument, "field has too many tiles");
   const uint64_t tiles = grid_.tile_count();
   counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
-  if (!missing.empty()) {
-    mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
-    data_bits_ = Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream);
+  if (missing.empty()) return;
+  mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
+  const uint64_t words = DataBits(dims).words();
+  data_bits_ = data_bits;
+  if (!data_bits_) {  // one more read of the field: the executor made none beside the value range
+    own_bits_ = Buffer::device(words * sizeof(uint32_t), stream);
+    data_bits_device(field, type, dims, missing, own_bits_.as<uint32_t>(), stream);
+    data_bits_ = own_bits_.as<uint32_t>();
   }
+  first_code_ = Buffer::device((words + 1) * sizeof(uint64_t), stream);
+  varlen::exclusive_scan(WordCounts{data_bits_, words}, words, first_code_.as<uint64_t>(), uint64_t(0), varlen::Plus{},
+                         stream);
+  // The code count, the fourth total: one read-back brings it with the others.
+  FZG_CUDA_CHECK(cudaMemcpyAsync(totals() + 3, first_code_.as<uint64_t>() + words, sizeof(uint64_t),
+                                 cudaMemcpyDeviceToDevice, stream));
+  tile_classes_ = Buffer::device(tiles, stream);
+  const Grid g = device_grid(grid_);
+  with_shape(type, dims.rank, [&](auto, auto shape) {
+    using S = decltype(shape);
+    auto kernel = tile_classes_kernel<S::x, S::y, S::z>;
+    kernel<<<grid_for(tiles, block_threads / 32), block_threads, 0, stream>>>(
+        g, BitsAt<const uint32_t>{data_bits_, DataBits(dims)}, tile_classes_.as<uint8_t>());
+    FZG_CUDA_CHECK_LAUNCH();
+  });
 }
 
 uint64_t* DeviceEncoder::totals() const { return const_cast<uint64_t*>(counts_.as<uint64_t>()); }
-
-const uint32_t* DeviceEncoder::data_bits() const { return data_bits_.as<uint32_t>(); }
 
 uint32_t* DeviceEncoder::tile_counts() const {
   return reinterpret_cast<uint32_t*>(const_cast<uint8_t*>(counts_.data()) + 4 * sizeof(uint64_t));
@@ -1475,10 +1585,10 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
-  MaskScratch scratch{nullptr, nullptr, {nullptr, DataBits(grid_.dims)}};
+  MaskScratch scratch{nullptr, nullptr, {{nullptr, DataBits(grid_.dims)}, nullptr}, nullptr};
   if (!missing_.empty())
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
-               {data_bits_.as<uint32_t>(), DataBits(grid_.dims)}};
+               {{data_bits_, DataBits(grid_.dims)}, first_code_.as<uint64_t>()}, tile_classes_.as<uint8_t>()};
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
@@ -1746,28 +1856,17 @@ std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const 
 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask,
-                   Buffer* data_codes, const Prediction& prediction) {
-  DeviceEncoder encoder(field, type, dims, stream, missing, prediction);
+                   const Prediction& prediction, const uint32_t* data_bits) {
+  DeviceEncoder encoder(field, type, dims, stream, missing, prediction, data_bits);
   encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
   encoder.finish();
   const uint64_t n = dims.count();
-  // With fill values the codes of the points with data only (the others' deltas are 0),
-  // gathered before the totals are read, which then bring their count too: the GPU never
-  // waits on the host between the encode and the gather.
-  if (!missing.empty()) {
-    *data_codes = Buffer::device(2 * n, stream);
-    gather_data_codes_cuda(codes, encoder.data_bits(), dims, data_codes->as<uint16_t>(), encoder.totals() + 3, stream);
-  }
   uint64_t totals[4];
   copy_bytes(totals, Location::host, encoder.totals(), Location::device, sizeof totals, stream);
   trace::mark("lorenzo: outlier totals read");
   if (mask) *mask = encoder.mask(totals[2]);
   Buffer outliers = encoder.outliers(quant, {totals[0], totals[1]});
-  *code_count = n;
-  if (!missing.empty()) {
-    *code_count = totals[3];
-    data_codes->shrink(2 * *code_count);
-  }
+  *code_count = missing.empty() ? n : totals[3];
   return outliers;
 }
 

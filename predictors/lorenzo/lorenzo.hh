@@ -173,42 +173,17 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
                 uint64_t mask_size = 0, const MissingValues& missing = {}, bool data_only = true,
                 const Prediction& prediction = {});
 
-// The GPU's flags of the points with data: a bit a point, by rows of the field (y + ny z; one
-// row in 1D) of words_per_row() 32-bit words, bit j of a row's word w being its point
-// x = 32 w + j (bits past nx are 0). A warp's 32 points of a row are one word (tiles start at
-// multiples of 32 in x), so the kernels write and read a word where a byte a point took 32.
-// One layout for the host and every kernel that writes or reads the bits.
-struct DataBits {
-  uint64_t nx, rows, per_row;  // per_row: words in a row
-  explicit DataBits(const Dims& d) : nx(d.x), rows(d.count() / d.x), per_row((d.x + 31) / 32) {}
-  FZG_HOST_DEVICE uint64_t words_per_row() const { return per_row; }
-  FZG_HOST_DEVICE uint64_t words() const { return rows * per_row; }
-  // The word of the 32 points of `row` (y + ny z; 0 in 1D) from x, a multiple of 32.
-  FZG_HOST_DEVICE uint64_t word(uint64_t x, uint64_t row) const { return row * per_row + x / 32; }
-  // Word w's first point (field order) and how many points it holds (32, fewer at a row's end).
-  FZG_HOST_DEVICE void place(uint64_t w, uint64_t& first_point, uint32_t& points) const {
-    const uint64_t row = w / per_row, x = (w - row * per_row) * 32;
-    first_point = row * nx + x;
-    points = uint32_t(nx - x < 32 ? nx - x : 32);
-  }
-};
-
-// CUDA backend (defined in CUDA builds): the same bytes. The gather reads its count back; the
-// bits come from the encode kernel (DeviceEncoder::data_bits) or the mask
-// (DeviceDecoder::data_bits). The gather reads no code of a missing point.
-uint64_t gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
-                                cudaStream_t stream);
-// The same with nothing read back: the count goes to device memory at `count` (out must hold
-// every point's code).
-void gather_data_codes_cuda(const uint16_t* codes, const uint32_t* data_bits, const Dims& dims, uint16_t* out,
-                            uint64_t* count, cudaStream_t stream);
+// CUDA backend (defined in CUDA builds): scatter_data_codes_cpu's result, the bits (DataBits,
+// core/missing_values.hh) from the mask (DeviceDecoder::data_bits). A masked encode writes the
+// codes of the points with data where they go (DeviceEncoder), with no gather.
 void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint32_t* data_bits, const Dims& dims,
                              uint16_t* codes, cudaStream_t stream);
-// With fill values the codes of the points with data go to *data_codes (`codes` is then
-// scratch: the missing points' codes are never written).
+// With fill values `codes` receives the codes of the points with data alone, and `data_bits`
+// (device) gives the field's DataBits where the caller has them (null: the encoder makes its
+// own, one more read of the field).
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
-                   Buffer* mask = nullptr, Buffer* data_codes = nullptr, const Prediction& prediction = {});
+                   Buffer* mask = nullptr, const Prediction& prediction = {}, const uint32_t* data_bits = nullptr);
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                  DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
                  const uint8_t* mask = nullptr, uint64_t mask_size = 0, const MissingValues& missing = {},
@@ -219,9 +194,9 @@ void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outl
 // tile row is the run of tiles that share the slowest axis' tile index (8 planes in 3D, 32
 // rows in 2D, one tile in 1D): its points are one contiguous run of field order, so the codes
 // of rows [first, end) fill one window, the code of point i at window[i - window_first]. Rows
-// encode and decode independently (tiles do). With fill values a window holds a code for
-// every point with data (the decode reads 0 at missing ones): encode_cuda and decode_cuda
-// gather and scatter them; a caller of encode_rows or decode_rows on windows must do the same.
+// encode and decode independently (tiles do). With fill values an encode writes the codes of
+// the points with data alone, in field order, to its window (every row's, window_first 0), and
+// a decode reads a code for every point (0 at missing ones): decode_cuda scatters them first.
 struct TileRows {
   uint64_t count;           // tile rows in the field
   uint64_t values_per_row;  // points in a whole row (the last row may hold fewer)
@@ -231,9 +206,11 @@ TileRows tile_rows(const Dims& dims);
 // Made before the quantization is known (its state is zeroed on the stream at once).
 class DeviceEncoder {
  public:
-  // Span::chunk (without fill values only): neighbours across tile borders.
+  // Span::chunk (without fill values only): neighbours across tile borders. With fill values,
+  // `data_bits` (device) are the field's DataBits where the caller has them; null: made here.
   DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
-                const MissingValues& missing = {}, const Prediction& prediction = {});
+                const MissingValues& missing = {}, const Prediction& prediction = {},
+                const uint32_t* data_bits = nullptr);
   void encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                    uint64_t window_first);
   // Once every row is queued: finds the tiles whose mask runs repeat (mask.hh) and where each
@@ -241,15 +218,13 @@ class DeviceEncoder {
   // has only the stream's allocation and one launch left after the read-back).
   void finish();
   // Device address of the field's totals, complete once finish() is queued: u64 escapes,
-  // exacts and mask runs, and a fourth word for the caller (zeroed; encode_cuda's gather
-  // count, so that one read-back brings all four).
+  // exacts and mask runs, and the code count with fill values (0 without), so that one
+  // read-back brings all four.
   uint64_t* totals() const;
   // The outlier stream, once the caller has read the totals back.
   Buffer outliers(const Quantization& quant, OutlierCounts totals);
   // The mask stream (with fill values), once the caller has read the run total back.
   Buffer mask(uint64_t runs);
-  // With fill values: the points' data bits (DataBits), once encoded.
-  const uint32_t* data_bits() const;
 
  private:
   uint32_t* tile_counts() const;  // each tile's packed escape and exact counts
@@ -265,7 +240,10 @@ class DeviceEncoder {
   Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts and repeat flags
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
   Buffer run_offsets_; // with fill values: each tile's first run in the mask stream (finish())
-  Buffer data_bits_;   // with fill values: DataBits
+  const uint32_t* data_bits_ = nullptr;  // with fill values: DataBits (the caller's, or own_bits_)
+  Buffer own_bits_;
+  Buffer first_code_;  // with fill values: each word's first code, and the count at [words]
+  Buffer tile_classes_;  // with fill values: each tile's class by its data bits (lorenzo.cu)
 };
 
 class DeviceDecoder {
