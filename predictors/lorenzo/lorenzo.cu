@@ -121,10 +121,7 @@ __device__ __forceinline__ void block_tiles(const Grid& g, uint32_t& first, uint
 // coordinates follow from the previous tile's by a carry instead of two integer divisions per
 // tile. `body(place)` sees every tile of the run; the whole block calls it together.
 template <int TX, int TY, int TZ, typename Body>
-__device__ __forceinline__ void for_each_block_tile(const Grid& g, Body body) {
-  uint32_t tile, end;
-  block_tiles(g, tile, end);
-  if (tile == end) return;
+__device__ __forceinline__ void for_each_tile_of_run(const Grid& g, uint32_t tile, uint32_t end, Body body) {
   const uint32_t row = tile / g.tiles_x;
   uint32_t tx = tile - row * g.tiles_x, tz = row / g.tiles_y, ty = row - tz * g.tiles_y;
   for (; tile < end; ++tile) {
@@ -133,6 +130,31 @@ __device__ __forceinline__ void for_each_block_tile(const Grid& g, Body body) {
       tx = 0;
       if (++ty == g.tiles_y) ty = 0, ++tz;
     }
+  }
+}
+template <int TX, int TY, int TZ, typename Body>
+__device__ __forceinline__ void for_each_block_tile(const Grid& g, Body body) {
+  uint32_t tile, end;
+  block_tiles(g, tile, end);
+  if (tile < end) for_each_tile_of_run<TX, TY, TZ>(g, tile, end, body);
+}
+
+// The launch's tiles in runs of `claimed_run`, each claimed by a block from `*claim` (zeroed
+// before the launch) until none is left: where tiles differ in cost (a masked field's inland
+// tiles cost next to nothing), the blocks' static runs left SMs idle beside the slowest runs.
+// `body(place, run_first, run_end)`; `slot` is shared memory. The whole block calls it.
+constexpr uint32_t claimed_run = 32;
+template <int TX, int TY, int TZ, typename Body>
+__device__ __forceinline__ void for_each_claimed_run(const Grid& g, uint32_t* claim, uint32_t& slot, Body body) {
+  const uint32_t tiles = g.end_tile - g.first_tile;
+  for (;;) {
+    if (threadIdx.x == 0) slot = atomicAdd(claim, claimed_run);
+    __syncthreads();
+    const uint32_t offset = slot;
+    __syncthreads();  // read by every thread before thread 0 claims again
+    if (offset >= tiles) return;
+    const uint32_t first = g.first_tile + offset, end = first + (tiles - offset < claimed_run ? tiles - offset : claimed_run);
+    for_each_tile_of_run<TX, TY, TZ>(g, first, end, [&](const TilePlace<TX, TY, TZ>& p) { body(p, first, end); });
   }
 }
 
@@ -664,6 +686,7 @@ struct MaskScratch {
   uint32_t* tile_runs;
   BitsSource bits;
   const uint8_t* classes;  // each tile's TileClass
+  uint32_t* claim;         // the launch's claimed tiles (for_each_claimed_run), zeroed before it
 };
 
 // totals: escapes, exacts, mask runs. Five blocks an SM (at most 48 registers, no spills):
@@ -695,20 +718,19 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
   __shared__ int32_t q[H::size];
   __shared__ uint32_t warp_counts[block_threads / 32];
   __shared__ std::conditional_t<Fill, MaskShared, char> mask_shared;
+  __shared__ uint32_t claim_slot;
   H::clear(q);
-  uint32_t first_tile, end_tile, classes = 0;  // Fill: the classes of 32 tiles from `batch`, a lane each
-  block_tiles(g, first_tile, end_tile);
-  uint32_t batch = first_tile;
-  for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) {
+  uint32_t classes = 0;  // Fill: the classes of the run's tiles, a lane each
+  static_assert(claimed_run <= 32, "a run's classes in a warp's lanes");
+  auto code_tile = [&](const TilePlace<TX, TY, TZ>& p, uint32_t run_first, uint32_t run_end) {
     FillTile fill{mask.bits, nullptr, nullptr, nullptr, no_uniform_symbol, all_data_tile};
     if constexpr (Fill) {
       fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.mixed.symbols, fill.plane = mask_shared.plane;
-      if (p.index == first_tile || p.index - batch == 32) {
-        batch = p.index;
-        const uint32_t t = batch + threadIdx.x % 32;
-        classes = t < end_tile ? mask.classes[t] : 0u;
+      if (p.index == run_first) {
+        const uint32_t t = run_first + threadIdx.x % 32;
+        classes = t < run_end ? mask.classes[t] : 0u;
       }
-      fill.tile_class = __shfl_sync(0xffffffffu, classes, p.index - batch);  // uniform across the block
+      fill.tile_class = __shfl_sync(0xffffffffu, classes, p.index - run_first);  // uniform across the block
       // A tile all of the one fill value (land): its mask runs, and no code, outlier or barrier.
       if (missing.count == 1 && fill.tile_class == all_missing_tile) {
         if (threadIdx.x == 0) {
@@ -749,7 +771,9 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
         }
       }
     }
-  });
+  };
+  if constexpr (Fill) for_each_claimed_run<TX, TY, TZ>(g, mask.claim, claim_slot, code_tile);
+  else for_each_block_tile<TX, TY, TZ>(g, [&](const TilePlace<TX, TY, TZ>& p) { code_tile(p, 0, 0); });
 }
 
 template <typename T>
@@ -1546,6 +1570,7 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
   FZG_CUDA_CHECK(cudaMemcpyAsync(totals() + 3, first_code_.as<uint64_t>() + words, sizeof(uint64_t),
                                  cudaMemcpyDeviceToDevice, stream));
   tile_classes_ = Buffer::device(tiles, stream);
+  claim_ = Buffer::device(sizeof(uint32_t), stream);
   const Grid g = device_grid(grid_);
   with_shape(type, dims.rank, [&](auto, auto shape) {
     using S = decltype(shape);
@@ -1585,10 +1610,13 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   if (first_row >= end_row) return;
   auto* totals = counts_.as<unsigned long long>();
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
-  MaskScratch scratch{nullptr, nullptr, {{nullptr, DataBits(grid_.dims)}, nullptr}, nullptr};
-  if (!missing_.empty())
+  MaskScratch scratch{nullptr, nullptr, {{nullptr, DataBits(grid_.dims)}, nullptr}, nullptr, nullptr};
+  if (!missing_.empty()) {
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
-               {{data_bits_, DataBits(grid_.dims)}, first_code_.as<uint64_t>()}, tile_classes_.as<uint8_t>()};
+               {{data_bits_, DataBits(grid_.dims)}, first_code_.as<uint64_t>()}, tile_classes_.as<uint8_t>(),
+               claim_.as<uint32_t>()};
+    FZG_CUDA_CHECK(cudaMemsetAsync(claim_.data(), 0, sizeof(uint32_t), stream_));
+  }
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
     using S = decltype(shape);
