@@ -26,19 +26,27 @@ v[:, land] = np.float32(1e20)
 v.tofile(sys.argv[2])
 print("land fraction %.3f" % land.mean(), file=sys.stderr)
 PY
-printf '%-14s %-6s %-7s %8s %9s %9s\n' config rel field ratio "c GB/s" "d GB/s"
+printf '%-14s %-6s %-7s %8s %9s %9s %11s\n' config rel field ratio "c GB/s" "d GB/s" "c land/sea"
 for config in "${configs[@]}"; do
   for e in 1e-2 1e-3 1e-4; do
+    sea_c=
     for field in sea land; do
       fill=()
       [ "$field" = land ] && fill=(--fill 1e20)
-      "$fzg" bench --device cuda -i "$dir/$field.f32" -l 464x464x464 -m rel -e "$e" -c "$config" "${fill[@]}" \
+      row=$("$fzg" bench --device cuda -i "$dir/$field.f32" -l 464x464x464 -m rel -e "$e" -c "$config" "${fill[@]}" \
         --repeat 20 --warmup 3 --json 2>/dev/null |
         python3 -c '
 import json, sys
 r = json.load(sys.stdin)[0]
 print("%-14s %-6s %-7s %8.2f %9.1f %9.1f" % (sys.argv[1], sys.argv[2], sys.argv[3], r["ratio"],
-      r["kernel_compress_gbps"], r["kernel_decompress_gbps"]))' "$(basename "$config" .json)" "$e" "$field"
+      r["kernel_compress_gbps"], r["kernel_decompress_gbps"]))' "$(basename "$config" .json)" "$e" "$field")
+      c=$(awk '{print $5}' <<<"$row")
+      if [ "$field" = sea ]; then
+        sea_c=$c
+        echo "$row"
+      else
+        echo "$row $(awk -v l="$c" -v s="$sea_c" 'BEGIN { printf "%11.2f", l / s }')"
+      fi
     done
   done
 done
