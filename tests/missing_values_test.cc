@@ -541,8 +541,11 @@ void expect_data_bits(const std::vector<T>& v, const Dims& d, const MissingValue
 TEST(MissingValues, GpuDataBitsAndRangeAreTheHosts) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
 #ifdef FZG_HAVE_CUDA
-  for (const Dims& d : {Dims::make({1}), Dims::make({70001}), Dims::make({33, 70}), Dims::make({64, 300}),
-                        Dims::make({37, 19, 23}), Dims::make({96, 40, 20})}) {
+  // Rows of one word, of a partial word, of one segment of 64 words and of many (70000 and
+  // 4096 take the 16-byte loads in both types; 70001 and 33 the 4-byte ones).
+  for (const Dims& d : {Dims::make({1}), Dims::make({70001}), Dims::make({70000}), Dims::make({33, 70}),
+                        Dims::make({64, 300}), Dims::make({4096, 3}), Dims::make({37, 19, 23}),
+                        Dims::make({96, 40, 20})}) {
     for (bool scattered : {false, true}) {
       SCOPED_TRACE(d.to_string() + (scattered ? " scattered" : ""));
       std::vector<float> f32 = masked_field<float>(d, 1e20f, scattered);
@@ -558,6 +561,38 @@ TEST(MissingValues, GpuDataBitsAndRangeAreTheHosts) {
     }
   }
 #endif
+}
+
+// A device field with fill values takes the executor's data bits (made beside the value range)
+// into every chunk: the bytes of a host field on the CPU, in 1D, 2D and 3D, f32 and f64, with
+// chunks of a few tile rows.
+TEST(MissingValues, GpuDeviceFieldInChunksWritesTheCpuBytes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  for (const Dims& d : {Dims::make({100003}), Dims::make({333, 97}), Dims::make({67, 33, 45})}) {
+    for (bool scattered : {false, true}) {
+      SCOPED_TRACE(d.to_string() + (scattered ? " scattered" : ""));
+      nlohmann::json config = Graph::default_fz().to_json();
+      config["chunk_values"] = 16384;
+      const Graph graph = Graph::from_json(config);
+      auto same_bytes = [&](const auto& v, double fill) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        CompressOptions options;
+        options.bound = {ErrorMode::rel, 1e-3};
+        options.fill_values = {fill};
+        const FieldRef host{v.data(), Location::host, dtype_of<T>(), d};
+        const Buffer a = compress(graph, host, options);
+        const Buffer field = to_device(Buffer::view(const_cast<T*>(v.data()), v.size() * sizeof(T), Location::host),
+                                       nullptr);
+        options.device = Device::cuda;
+        const Buffer b = compress(graph, {field.data(), Location::device, dtype_of<T>(), d}, options);
+        ASSERT_EQ(a.size(), b.size());
+        EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0);
+        EXPECT_GT(stream_named(a, "predict.mask").size(), 8u);  // a mask in every file
+      };
+      same_bytes(masked_field<float>(d, 1e20f, scattered), 1e20);
+      same_bytes(masked_field<double>(d, std::numeric_limits<double>::quiet_NaN(), scattered), parse_fill_value("nan"));
+    }
+  }
 }
 
 TEST(MissingValues, GpuWritesTheCpuBytes) {

@@ -106,20 +106,9 @@ struct TilePlace {
   }
 };
 
-// This block's run of the launch's tiles, [first, end) (empty for a block past the last tile).
-__device__ __forceinline__ void block_tiles(const Grid& g, uint32_t& first, uint32_t& end) {
-  const uint32_t tiles = g.end_tile - g.first_tile;
-  const uint32_t per_block = (tiles + gridDim.x - 1) / gridDim.x;
-  const uint32_t offset = blockIdx.x * per_block;
-  first = end = g.first_tile;
-  if (offset >= tiles) return;
-  first += offset;
-  end = first + (tiles - offset < per_block ? tiles - offset : per_block);
-}
-
-// The tiles of this block: one contiguous run of the launch's tiles, so that a tile's
-// coordinates follow from the previous tile's by a carry instead of two integer divisions per
-// tile. `body(place)` sees every tile of the run; the whole block calls it together.
+// The tiles [tile, end) of a contiguous run, each tile's coordinates from the previous tile's
+// by a carry instead of two integer divisions per tile. `body(place)` sees every tile of the
+// run; the whole block calls it together.
 template <int TX, int TY, int TZ, typename Body>
 __device__ __forceinline__ void for_each_tile_of_run(const Grid& g, uint32_t tile, uint32_t end, Body body) {
   const uint32_t row = tile / g.tiles_x;
@@ -132,11 +121,16 @@ __device__ __forceinline__ void for_each_tile_of_run(const Grid& g, uint32_t til
     }
   }
 }
+
+// The tiles of this block: one contiguous run of the launch's tiles (an equal share).
 template <int TX, int TY, int TZ, typename Body>
 __device__ __forceinline__ void for_each_block_tile(const Grid& g, Body body) {
-  uint32_t tile, end;
-  block_tiles(g, tile, end);
-  if (tile < end) for_each_tile_of_run<TX, TY, TZ>(g, tile, end, body);
+  const uint32_t tiles = g.end_tile - g.first_tile;
+  const uint32_t per_block = (tiles + gridDim.x - 1) / gridDim.x;
+  const uint32_t offset = blockIdx.x * per_block;
+  if (offset >= tiles) return;
+  const uint32_t first = g.first_tile + offset;
+  for_each_tile_of_run<TX, TY, TZ>(g, first, first + (tiles - offset < per_block ? tiles - offset : per_block), body);
 }
 
 // The launch's tiles in runs of `claimed_run`, each claimed by a block from `*claim` (zeroed
@@ -1555,6 +1549,8 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
   counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
   if (missing.empty()) return;
+  // The claimed-tile counter (u32) overshoots the tiles by a run a block.
+  if (tiles >= (uint64_t(1) << 32) - (uint64_t(1) << 24)) fail(ErrorCode::invalid_argument, "field has too many tiles");
   mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
   const uint64_t words = DataBits(dims).words();
   data_bits_ = data_bits;
@@ -1608,6 +1604,9 @@ void DeviceEncoder::finish() {
 void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
                                 uint64_t window_first) {
   if (first_row >= end_row) return;
+  // With fill values the codes' places count from the field's first point with data.
+  if (!missing_.empty() && (first_row != 0 || end_row != tile_rows(grid_.dims).count || window_first != 0))
+    fail(ErrorCode::invalid_argument, "lorenzo: a masked encode codes every tile row into one window");
   auto* totals = counts_.as<unsigned long long>();
   const Grid g = rows_grid(grid_, first_row, end_row, window_first);
   MaskScratch scratch{nullptr, nullptr, {{nullptr, DataBits(grid_.dims)}, nullptr}, nullptr, nullptr};
