@@ -180,10 +180,6 @@ __global__ void __launch_bounds__(range_threads) data_bits_kernel(const T* __res
   constexpr uint32_t segment = 64, unroll = 4, warps_a_block = range_threads / 32, lanes_a_word = 32 / V;
   const uint32_t lane = threadIdx.x % 32;
   const uint64_t segments = layout.rows * segments_per_row, warps = uint64_t(gridDim.x) * warps_a_block;
-  // Most fields have one fill value: one compare in the type's own bits.
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, unsigned long long>;
-  const bool one_fill = missing.count == 1;
-  const Bits fill = Bits(missing.bits[0]);
   T lo = T(INFINITY), hi = T(-INFINITY);
   for (uint64_t s = uint64_t(blockIdx.x) * warps_a_block + threadIdx.x / 32; s < segments; s += warps) {
     const uint64_t row = s / segments_per_row, first = (s - row * segments_per_row) * segment;
@@ -208,8 +204,7 @@ __global__ void __launch_bounds__(range_threads) data_bits_kernel(const T* __res
 #pragma unroll
         for (int i = 0; i < V; ++i) {
           const T v = p[u].v[i];
-          const bool has_data =
-              inside && (one_fill ? *reinterpret_cast<const Bits*>(&v) != fill : missing.symbol_of(v) == 0);
+          const bool has_data = inside && missing.symbol_of(v) == 0;  // one compare with one fill value
           mine |= uint32_t(has_data) << i;
           if constexpr (WithRange) {
             const bool counts = has_data && isfinite(v);
