@@ -469,6 +469,18 @@ TEST(MissingValues, AnUnknownCodeFormIsCorruptData) {
   EXPECT_FALSE(data_only);
 }
 
+// The data bits (DataBits) of a field of `d` as a host loop finds them: a bit where has_data(i).
+template <typename HasData>
+std::vector<uint32_t> host_data_bits(const Dims& d, HasData has_data) {
+  const DataBits layout(d);
+  std::vector<uint32_t> words(layout.words(), 0);
+  for (uint64_t i = 0; i < d.count(); ++i) {
+    const uint64_t row = i / d.x, x = i % d.x;
+    if (has_data(i)) words[layout.word(x, row)] |= 1u << (x % 32);
+  }
+  return words;
+}
+
 // The device's scatter is the CPU's (the bits from the mask are compared through whole files
 // in GpuWritesTheCpuBytes).
 TEST(MissingValues, GpuScattersCodesAsTheCpu) {
@@ -489,12 +501,7 @@ TEST(MissingValues, GpuScattersCodesAsTheCpu) {
     }
     const uint64_t count = lorenzo::gather_data_codes_cpu(codes.data(), flags.data(), n, data.data());
     // The flags as the GPU keeps them (DataBits): a bit a point, words by rows.
-    const DataBits layout(d);
-    std::vector<uint32_t> words(layout.words(), 0);
-    for (uint64_t i = 0; i < n; ++i) {
-      const uint64_t row = i / d.x, x = i % d.x;
-      if (flags[i]) words[layout.word(x, row)] |= 1u << (x % 32);
-    }
+    std::vector<uint32_t> words = host_data_bits(d, [&](uint64_t i) { return flags[i] != 0; });
     Buffer bits = to_device(Buffer::view(words.data(), 4 * words.size(), Location::host), nullptr);
     Buffer gathered = to_device(Buffer::view(data.data(), 2 * n, Location::host), nullptr);
     Buffer scattered = Buffer::device(2 * n, nullptr);
@@ -513,11 +520,7 @@ TEST(MissingValues, GpuScattersCodesAsTheCpu) {
 template <typename T>
 void expect_data_bits(const std::vector<T>& v, const Dims& d, const MissingValues& missing) {
   const DataBits layout(d);
-  std::vector<uint32_t> expected(layout.words(), 0);
-  for (uint64_t i = 0; i < v.size(); ++i) {
-    const uint64_t row = i / d.x, x = i % d.x;
-    if (missing.symbol_of(v[i]) == 0) expected[layout.word(x, row)] |= 1u << (x % 32);
-  }
+  const std::vector<uint32_t> expected = host_data_bits(d, [&](uint64_t i) { return missing.symbol_of(v[i]) == 0; });
   Buffer field = to_device(Buffer::view(const_cast<T*>(v.data()), v.size() * sizeof(T), Location::host), nullptr);
   for (bool with_range : {false, true}) {
     std::vector<uint32_t> stale(layout.words(), 0xa5a5a5a5u);  // every word must be written
