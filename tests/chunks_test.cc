@@ -166,6 +166,9 @@ TEST(Chunks, ChunkValuesTravelsInTheCanonicalGraph) {
   EXPECT_EQ(graph.chunk_values(), 12345u);
   EXPECT_EQ(Graph::from_text(graph.canonical_text()).chunk_values(), 12345u);
   EXPECT_EQ(Graph::default_fz().chunk_values(), default_chunk_values);
+  nlohmann::json signed_count = Graph::default_fz().to_json();
+  signed_count["chunk_values"] = int64_t{16384};  // what json["chunk_values"] = 16384 makes in code
+  EXPECT_EQ(Graph::from_json(signed_count).chunk_values(), 16384u);
   nlohmann::json bad = Graph::default_fz().to_json();
   for (const nlohmann::json& value : {nlohmann::json(0), nlohmann::json(-5), nlohmann::json("many"), nlohmann::json(1.5)}) {
     bad["chunk_values"] = value;
