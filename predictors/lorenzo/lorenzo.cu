@@ -191,6 +191,19 @@ struct Halo {
       }
     return r;
   }
+  // The same terms at cell c's own x: (1 - (1 - Y)(1 - Z)) q over `axes` (0 with neither y nor
+  // z); where x is an axis, rows_before(c) = rows_part(c) - rows_part(c - 1).
+  __device__ static uint32_t rows_part(const int32_t* h, int c, uint32_t axes) {
+    uint32_t r = 0;
+    if constexpr (TY > 1)
+      if (axes & axis_y) r += uint32_t(h[c - dy]);
+    if constexpr (TZ > 1)
+      if (axes & axis_z) {
+        r += uint32_t(h[c - dz]);
+        if (axes & axis_y) r -= uint32_t(h[c - dy - dz]);
+      }
+    return r;
+  }
   // The Lorenzo delta at cell c: the product of (1 - shift) over `axes` (lorenzo.hh; uniform
   // across the block), in wrapping 32-bit arithmetic (axes the tile lacks drop out).
   __device__ static int32_t delta(const int32_t* h, int c, uint32_t axes) {
@@ -333,12 +346,15 @@ __device__ void column_deltas(int32_t (&q)[Strip<TX, TY, TZ>::per_thread], const
 }
 
 // One step of predict_missing: the points lx = 32 part + lane of row (ly, lz) of a tile, whose
-// missing points take their own Lorenzo prediction as q: a missing point's q is its left
-// neighbour's plus D, where D is the rest of its prediction (rows and planes before, final),
-// and a point with data keeps its own: a segmented scan over the lanes. `carry` is the q of
-// the point before lane 0 (0 at a row's start: outside the tile); the next step's is returned.
-// A warp calls it.
-// Where x is not one of the stencil's `axes`, a missing point's q is D itself: no scan.
+// missing points take their own Lorenzo prediction as q, and whose points with data keep theirs.
+// Where x is one of the stencil's `axes` the prediction is q(x - 1) + P(x) - P(x - 1), P being
+// rows_part (the rows and planes before, final), so r = q - P is the same at a missing point as
+// at the point before it: a missing point's q is its own P plus r at the nearest point with data
+// to its left (`carry`, the r of the point before lane 0, where there is none in this step: 0 at
+// a row's start, the tile's zero border). One ballot and one shuffle; the next step's carry is
+// returned. (A segmented scan of the prediction's differences along the run, five levels of two
+// shuffles, gave the same sums.) Where x is not an axis, a missing point's q is its prediction,
+// rows_before itself. A warp calls it.
 template <int TX, int TY, int TZ>
 __device__ uint32_t predict_step(int32_t* h, const uint8_t* symbols, const TilePlace<TX, TY, TZ>& p, uint32_t part,
                                  uint32_t ly, uint32_t lz, uint32_t carry, uint32_t axes) {
@@ -346,23 +362,16 @@ __device__ uint32_t predict_step(int32_t* h, const uint8_t* symbols, const TileP
   const uint32_t lane = threadIdx.x % 32, lx = part * 32 + lane;
   const int c = H::at(lx, ly, lz);
   const bool missing = p.inside(lx, ly, lz) && symbols[lx + TX * (ly + TY * lz)] != 0;
-  if (!__any_sync(0xffffffffu, missing)) return __shfl_sync(0xffffffffu, uint32_t(h[c]), 31);  // all data: as it is
-  const uint32_t d = H::rows_before(h, c, axes);  // the prediction less q(x - 1): final already
   if (!(axes & axis_x)) {  // uniform across the warp
-    if (missing) h[c] = int32_t(d);
+    if (missing) h[c] = int32_t(H::rows_before(h, c, axes));
     return 0;
   }
-  uint32_t v = missing ? d : uint32_t(h[c]);
-  bool started = !missing;  // a point with data at or before this lane (within the step)
-#pragma unroll
-  for (uint32_t offset = 1; offset < 32; offset <<= 1) {
-    const uint32_t up = __shfl_up_sync(0xffffffffu, v, offset);
-    const bool up_started = __shfl_up_sync(0xffffffffu, started, offset);
-    if (lane >= offset && !started) v += up, started = up_started;
-  }
-  if (!started) v += carry;  // the run of missing points began in an earlier step
-  if (missing) h[c] = int32_t(v);
-  return __shfl_sync(0xffffffffu, v, 31);
+  const uint32_t own = H::rows_part(h, c, axes), r = uint32_t(h[c]) - own;  // r: a point with data's
+  const uint32_t left = __ballot_sync(0xffffffffu, !missing) & ((1u << lane) - 1);
+  const uint32_t from_left = __shfl_sync(0xffffffffu, r, left ? 31 - __clz(left) : 0);
+  const uint32_t kept = missing ? (left ? from_left : carry) : r;
+  if (missing) h[c] = int32_t(own + kept);
+  return __shfl_sync(0xffffffffu, kept, 31);
 }
 
 // The missing points of a tile that has points of both kinds take their own Lorenzo
