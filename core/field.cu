@@ -173,13 +173,17 @@ __device__ Points<T, V> load_points(const T* at) {
 // word (their bits ORed by shuffles; a ballot where V is 1), `unroll` loads in flight. A bit is
 // set where the point equals no fill value; bits past the row's end are 0. (A division and a
 // 4-byte load for every word made the kernel instruction-bound: 1.3 TB/s of f32 on an H100.)
-template <typename T, int V, bool WithRange>
+template <typename T, int V, bool WithRange, bool OneFill>
 __global__ void __launch_bounds__(range_threads) data_bits_kernel(const T* __restrict__ data, DataBits layout,
                                                                   uint64_t segments_per_row, MissingValues missing,
                                                                   uint32_t* __restrict__ bits, Range<T>* partial) {
   constexpr uint32_t segment = 64, unroll = 4, warps_a_block = range_threads / 32, lanes_a_word = 32 / V;
   const uint32_t lane = threadIdx.x % 32;
   const uint64_t segments = layout.rows * segments_per_row, warps = uint64_t(gridDim.x) * warps_a_block;
+  // Most fields have one fill value: one compare in the type's own bits (a kernel of its own:
+  // a run-time choice kept the 15-value loop beside every point's compare).
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, unsigned long long>;
+  const Bits fill = Bits(missing.bits[0]);
   T lo = T(INFINITY), hi = T(-INFINITY);
   for (uint64_t s = uint64_t(blockIdx.x) * warps_a_block + threadIdx.x / 32; s < segments; s += warps) {
     const uint64_t row = s / segments_per_row, first = (s - row * segments_per_row) * segment;
@@ -204,7 +208,8 @@ __global__ void __launch_bounds__(range_threads) data_bits_kernel(const T* __res
 #pragma unroll
         for (int i = 0; i < V; ++i) {
           const T v = p[u].v[i];
-          const bool has_data = inside && missing.symbol_of(v) == 0;  // one compare with one fill value
+          const bool has_data =
+              inside && (OneFill ? *reinterpret_cast<const Bits*>(&v) != fill : missing.symbol_of(v) == 0);
           mine |= uint32_t(has_data) << i;
           if constexpr (WithRange) {
             const bool counts = has_data && isfinite(v);
@@ -246,8 +251,11 @@ void launch_data_bits(const T* data, const DataBits& layout, const MissingValues
                                                   WithRange ? partial->as<Range<T>>() : nullptr);
     FZG_CUDA_CHECK_LAUNCH();
   };
-  if (wide) launch(data_bits_kernel<T, V, WithRange>);
-  else launch(data_bits_kernel<T, 1, WithRange>);
+  const bool one_fill = missing.count == 1;
+  if (wide && one_fill) launch(data_bits_kernel<T, V, WithRange, true>);
+  else if (wide) launch(data_bits_kernel<T, V, WithRange, false>);
+  else if (one_fill) launch(data_bits_kernel<T, 1, WithRange, true>);
+  else launch(data_bits_kernel<T, 1, WithRange, false>);
 }
 
 template <typename T>
