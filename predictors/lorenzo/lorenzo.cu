@@ -133,21 +133,36 @@ __device__ __forceinline__ void for_each_block_tile(const Grid& g, Body body) {
   for_each_tile_of_run<TX, TY, TZ>(g, first, first + (tiles - offset < per_block ? tiles - offset : per_block), body);
 }
 
-// The launch's tiles in runs of `claimed_run`, each claimed by a block from `*claim` (zeroed
+// The launch's tiles in runs claimed by blocks from `*claim` (a count of claims, zeroed
 // before the launch) until none is left: where tiles differ in cost (a masked field's inland
-// tiles cost next to nothing), the blocks' static runs left SMs idle beside the slowest runs.
-// `body(place, run_first, run_end)`; `slot` is shared memory. The whole block calls it.
-constexpr uint32_t claimed_run = 32;
+// tiles cost next to nothing, its coast's several times a tile of the sea), the blocks' static
+// runs left SMs idle beside the slowest runs. Most tiles go in runs of `claimed_run`; the last
+// `tail_runs` runs a block are of `tail_run` tiles, so that the blocks finish together (a run of
+// 32 coast tiles claimed last kept its block busy long after the others). `body(place,
+// run_first, run_end)`; `slot` is shared memory. The whole block calls it.
+constexpr uint32_t claimed_run = 16, tail_run = 2, tail_runs = 4;
 template <int TX, int TY, int TZ, typename Body>
 __device__ __forceinline__ void for_each_claimed_run(const Grid& g, uint32_t* claim, uint32_t& slot, Body body) {
   const uint32_t tiles = g.end_tile - g.first_tile;
+  const uint64_t tail_tiles = uint64_t(gridDim.x) * tail_runs * tail_run;
+  const uint32_t head = tiles > tail_tiles ? uint32_t(tiles - tail_tiles) : 0u;  // tiles in long runs
+  const uint32_t head_claims = (head + claimed_run - 1) / claimed_run;
   for (;;) {
-    if (threadIdx.x == 0) slot = atomicAdd(claim, claimed_run);
+    if (threadIdx.x == 0) slot = atomicAdd(claim, 1u);
     __syncthreads();
-    const uint32_t offset = slot;
+    const uint32_t c = slot;
     __syncthreads();  // read by every thread before thread 0 claims again
-    if (offset >= tiles) return;
-    const uint32_t first = g.first_tile + offset, end = first + (tiles - offset < claimed_run ? tiles - offset : claimed_run);
+    uint64_t offset;
+    uint32_t run;
+    if (c < head_claims) {
+      offset = uint64_t(c) * claimed_run, run = claimed_run;
+      if (head - offset < run) run = uint32_t(head - offset);
+    } else {
+      offset = head + uint64_t(c - head_claims) * tail_run, run = tail_run;
+      if (offset >= tiles) return;
+      if (tiles - offset < run) run = uint32_t(tiles - offset);
+    }
+    const uint32_t first = g.first_tile + uint32_t(offset), end = first + run;
     for_each_tile_of_run<TX, TY, TZ>(g, first, end, [&](const TilePlace<TX, TY, TZ>& p) { body(p, first, end); });
   }
 }
@@ -689,7 +704,7 @@ struct MaskScratch {
   uint32_t* tile_runs;
   BitsSource bits;
   const uint8_t* classes;  // each tile's TileClass
-  uint32_t* claim;         // the launch's claimed tiles (for_each_claimed_run), zeroed before it
+  uint32_t* claim;         // the launch's claims (for_each_claimed_run), zeroed before it
 };
 
 // totals: escapes, exacts, mask runs. Five blocks an SM (at most 48 registers, no spills):
@@ -724,7 +739,7 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
   __shared__ uint32_t claim_slot;
   H::clear(q);
   uint32_t classes = 0;  // Fill: the classes of the run's tiles, a lane each
-  static_assert(claimed_run <= 32, "a run's classes in a warp's lanes");
+  static_assert(claimed_run <= 32 && tail_run <= 32, "a run's classes in a warp's lanes");
   auto code_tile = [&](const TilePlace<TX, TY, TZ>& p, uint32_t run_first, uint32_t run_end) {
     FillTile fill{mask.bits, nullptr, nullptr, nullptr, no_uniform_symbol, all_data_tile};
     if constexpr (Fill) {
@@ -1558,7 +1573,7 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
   counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
   if (missing.empty()) return;
-  // The claimed-tile counter (u32) overshoots the tiles by a run a block.
+  // The claim counter (u32) counts at most a claim a tile and one more a block.
   if (tiles >= (uint64_t(1) << 32) - (uint64_t(1) << 24)) fail(ErrorCode::invalid_argument, "field has too many tiles");
   mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
   const uint64_t words = DataBits(dims).words();
