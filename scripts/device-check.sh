@@ -3,8 +3,11 @@
 # present, benchmark synthetic and real fields, and print a short table last. One device call
 # stops at 600 s and the whole check takes longer, so it runs in phases, one call each on the
 # same (warm) machine:
-#   bash scripts/device-check.sh build    configure and build (about 5 minutes on a fresh machine)
-#   bash scripts/device-check.sh tests    configure, build (nothing left after `build`), ctest
+#   bash scripts/device-check.sh build    configure and build (1.5-5 minutes on a fresh machine)
+#   bash scripts/device-check.sh tests [K/N]   configure, build (nothing left after `build`),
+#                                         ctest: every test, or the K-th of N shards (tests K,
+#                                         K + N, ...); the whole suite took over 600 s once, so
+#                                         run `tests 1/2` and `tests 2/2`
 #   bash scripts/device-check.sh checks   on that build: the extreme-value bound check,
 #                                         compute-sanitizer, benchmarks, the summary
 #   bash scripts/device-check.sh          all, in turn
@@ -16,7 +19,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=${1:-all}
-case "$phase" in build | tests | checks | all) ;; *) echo "usage: device-check.sh [build|tests|checks]" >&2; exit 2 ;; esac
+shard=${2:-1/1}
+case "$phase" in build | tests | checks | all) ;; *) echo "usage: device-check.sh [build|tests [K/N]|checks]" >&2; exit 2 ;; esac
+[[ "$shard" =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]] && [ "${shard%/*}" -le "${shard#*/}" ] ||
+  { echo "device-check.sh: a shard is K/N with 1 <= K <= N" >&2; exit 2; }
 root=$(pwd)
 out=$root/build-device/out
 export FZG_DATASETS=${FZG_DATASETS:-$root/.device-data}
@@ -30,7 +36,8 @@ pack_logs() {
 }
 
 if [ "$phase" != checks ]; then
-  rm -rf "$out"
+  # A new check starts from no logs; a later shard keeps the earlier shards' (and the build's).
+  if [ "$phase" != tests ] || [ "$shard" = 1/1 ] || [ "${shard%/*}" = 1 ]; then rm -rf "$out"; fi
   mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
   cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON \
@@ -41,19 +48,22 @@ if [ "$phase" != checks ]; then
     echo "[${SECONDS}s] built"
     exit 0
   fi
-  ctest --test-dir build-device -j "$jobs" --timeout 600 >"$out/ctest.log" 2>&1
-  echo $? >"$out/tests_rc"
-  echo "[${SECONDS}s] built and tested"
-  grep -E "tests passed|tests failed" "$out/ctest.log"
-  grep -E "\(Failed\)|\(Timeout\)|\*\*\*" "$out/ctest.log" | head -20
+  k=${shard%/*} n=${shard#*/}
+  ctest --test-dir build-device -j "$jobs" --timeout 600 -I "$k,,$n" >"$out/ctest_$k.log" 2>&1
+  echo $? >"$out/tests_rc_$k"
+  echo "[${SECONDS}s] built and tested (shard $shard)"
+  grep -E "tests passed|tests failed" "$out/ctest_$k.log"
+  grep -E "\(Failed\)|\(Timeout\)|\*\*\*" "$out/ctest_$k.log" | head -20
   if [ "$phase" = tests ]; then
     pack_logs
-    exit "$(cat "$out/tests_rc")"
+    exit "$(cat "$out/tests_rc_$k")"
   fi
 fi
-[ -x "$fzg" ] && [ -f "$out/tests_rc" ] || { echo "device-check.sh checks: run the tests phase first (no build-device/)" >&2; exit 1; }
-tests_rc=$(cat "$out/tests_rc")
-skipped=$(grep -c "(Skipped)" "$out/ctest.log")
+compgen -G "$out/tests_rc_*" >/dev/null && [ -x "$fzg" ] ||
+  { echo "device-check.sh checks: run the tests phase first (no build-device/)" >&2; exit 1; }
+tests_rc=$(cat "$out"/tests_rc_* | sort -n | tail -1)  # the worst shard's
+skipped=$(cat "$out"/ctest_*.log | grep -c "(Skipped)")
+shards=$(ls "$out"/tests_rc_* | wc -l)
 
 # The bound at +-FLT_MAX / +-DBL_MAX through the CLI on the GPU (the CPU's run is CI's and
 # anyone's: bash scripts/extreme-bound-check.sh), by the independent checker.
@@ -103,7 +113,7 @@ if [ -d build-device/python/fzg ] && python3 -c "import cupy" 2>/dev/null; then
 fi
 echo "[${SECONDS}s] benchmarks done"
 echo
-echo "== fzg device check: tests exit $tests_rc, $skipped skipped; extreme-value bound check exit $extreme_rc; compute-sanitizer exit $sanitizer_rc ==" | tee "$out/summary.txt"
+echo "== fzg device check: tests exit $tests_rc ($shards shard(s)), $skipped skipped; extreme-value bound check exit $extreme_rc; compute-sanitizer exit $sanitizer_rc ==" | tee "$out/summary.txt"
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import glob, json, os, sys
 out = sys.argv[1]
