@@ -137,9 +137,10 @@ __device__ __forceinline__ void for_each_block_tile(const Grid& g, Body body) {
 // before the launch) until none is left: where tiles differ in cost (a masked field's inland
 // tiles cost next to nothing, its coast's several times a tile of the sea), the blocks' static
 // runs left SMs idle beside the slowest runs. Most tiles go in runs of `claimed_run`; the last
-// `tail_runs` runs a block are of `tail_run` tiles, so that the blocks finish together (a run of
-// 32 coast tiles claimed last kept its block busy long after the others). `body(place,
-// run_first, run_end)`; `slot` is shared memory. The whole block calls it.
+// `tail_runs` runs a block are of `tail_run` tiles, so that the blocks finish closer together
+// (against runs of 32 to the end: +1 to +17 % masked compress in 10 of 12 cells of land masks of
+// 40 and 52 %, H100). `body(place, run_first, run_end)`; `slot` is shared memory. The whole
+// block calls it.
 constexpr uint32_t claimed_run = 16, tail_run = 2, tail_runs = 4;
 template <int TX, int TY, int TZ, typename Body>
 __device__ __forceinline__ void for_each_claimed_run(const Grid& g, uint32_t* claim, uint32_t& slot, Body body) {
