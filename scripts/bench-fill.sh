@@ -10,7 +10,7 @@
 set -euo pipefail
 fzg=${1:-build-device/fzg}
 gen=${2:-${FZG_TOOLS:-.device-tools}/gen_field.py}
-shift 2 || true
+shift $(($# < 2 ? $# : 2))
 configs=("${@:-configs/fz.json}")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -34,16 +34,19 @@ fraction() {  # the land fraction of a field, as a percentage
   python3 -c 'import numpy as np, sys; v = np.fromfile(sys.argv[1], dtype=np.float32); print("%.0f%%" % (100 * (v == np.float32(1e20)).mean()))' "$1"
 }
 printf '%-14s %-6s %-9s %8s %9s %9s %11s\n' config rel field ratio "c GB/s" "d GB/s" "c land/sea"
-row() {  # config, rel, field name, file, fzg's extra arguments
-  local config=$1 e=$2 name=$3 file=$4
+row() {  # config, rel, field name, file, fzg's extra arguments; a failed run prints its error
+  local config=$1 e=$2 name=$3 file=$4 json
   shift 4
-  "$fzg" bench --device cuda -i "$file" -l 464x464x464 -m rel -e "$e" -c "$config" "$@" \
-    --repeat 20 --warmup 3 --json 2>/dev/null |
-    python3 -c '
+  if ! json=$("$fzg" bench --device cuda -i "$file" -l 464x464x464 -m rel -e "$e" -c "$config" "$@" \
+    --repeat 20 --warmup 3 --json 2>"$dir/err"); then
+    printf '%-14s %-6s %-9s failed: %s\n' "$(basename "$config" .json)" "$e" "$name" "$(tail -1 "$dir/err")"
+    return 0
+  fi
+  python3 -c '
 import json, sys
 r = json.load(sys.stdin)[0]
 print("%-14s %-6s %-9s %8.2f %9.1f %9.1f" % (sys.argv[1], sys.argv[2], sys.argv[3], r["ratio"],
-      r["kernel_compress_gbps"], r["kernel_decompress_gbps"]))' "$(basename "$config" .json)" "$e" "$name"
+      r["kernel_compress_gbps"], r["kernel_decompress_gbps"]))' "$(basename "$config" .json)" "$e" "$name" <<<"$json"
 }
 declare -A label
 for coast in "${coasts[@]}"; do label[$coast]=land$(fraction "$dir/land$coast.f32"); done
@@ -54,7 +57,7 @@ for config in "${configs[@]}"; do
     sea_c=$(awk '{print $5}' <<<"$sea")
     for coast in "${coasts[@]}"; do
       land=$(row "$config" "$e" "${label[$coast]}" "$dir/land$coast.f32" --fill 1e20)
-      echo "$land $(awk -v l="$(awk '{print $5}' <<<"$land")" -v s="$sea_c" 'BEGIN { printf "%11.2f", l / s }')"
+      echo "$land $(awk -v l="$(awk '{print $5}' <<<"$land")" -v s="$sea_c" 'BEGIN { if (l + 0 > 0 && s + 0 > 0) printf "%11.2f", l / s }')"
     done
   done
 done

@@ -35,20 +35,31 @@ pack_logs() {
   return 0
 }
 
+tests_bin=build-device/tests/fzg_tests
 if [ "$phase" != checks ]; then
-  # A new check starts from no logs; a later shard keeps the earlier shards' (and the build's).
-  if [ "$phase" != tests ] || [ "$shard" = 1/1 ] || [ "${shard%/*}" = 1 ]; then rm -rf "$out"; fi
+  k=${shard%/*} n=${shard#*/}
+  # `build` (and a whole check) starts from no logs. A shard replaces its own and keeps the
+  # others' of the same split; a split into another N drops every shard's.
+  [ "$phase" = tests ] || rm -rf "$out"
   mkdir -p "$out"
+  if [ "$phase" = tests ]; then
+    if [ "$(cat "$out/shards" 2>/dev/null)" != "$n" ]; then rm -f "$out"/tests_rc_* "$out"/ctest_*.log; fi
+    echo "$n" >"$out/shards"
+    logs=_tests_$k  # the build phase's logs stay
+  else
+    logs=
+  fi
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
   cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON \
-    >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; pack_logs; exit 1; }
-  cmake --build build-device -j "$jobs" >"$out/build.log" 2>&1 ||
-    { grep -E "error" "$out/build.log" | head -20; pack_logs; exit 1; }
+    >"$out/configure$logs.log" 2>&1 || { tail -20 "$out/configure$logs.log"; pack_logs; exit 1; }
+  cmake --build build-device -j "$jobs" >"$out/build$logs.log" 2>&1 ||
+    { grep -E "error" "$out/build$logs.log" | head -20; pack_logs; exit 1; }
   if [ "$phase" = build ]; then
     echo "[${SECONDS}s] built"
     exit 0
   fi
-  k=${shard%/*} n=${shard#*/}
+  echo "$n" >"$out/shards"
+  echo 125 >"$out/tests_rc_$k"  # stays if the call ends (a device's time limit) before ctest does
   ctest --test-dir build-device -j "$jobs" --timeout 600 -I "$k,,$n" >"$out/ctest_$k.log" 2>&1
   echo $? >"$out/tests_rc_$k"
   echo "[${SECONDS}s] built and tested (shard $shard)"
@@ -59,11 +70,22 @@ if [ "$phase" != checks ]; then
     exit "$(cat "$out/tests_rc_$k")"
   fi
 fi
-compgen -G "$out/tests_rc_*" >/dev/null && [ -x "$fzg" ] ||
-  { echo "device-check.sh checks: run the tests phase first (no build-device/)" >&2; exit 1; }
-tests_rc=$(cat "$out"/tests_rc_* | sort -n | tail -1)  # the worst shard's
-skipped=$(cat "$out"/ctest_*.log | grep -c "(Skipped)")
-shards=$(ls "$out"/tests_rc_* | wc -l)
+[ -x "$fzg" ] && [ -f "$out/shards" ] ||
+  { echo "device-check.sh checks: run the tests phase first (no build-device/ or no test results)" >&2; exit 1; }
+# Every shard of the split, each run on the current build: a shard missing or older than the
+# test binary fails the check rather than passing it unseen.
+shards=$(cat "$out/shards")
+tests_rc=0
+for k in $(seq 1 "$shards"); do
+  if [ ! -f "$out/tests_rc_$k" ] || [ "$tests_bin" -nt "$out/tests_rc_$k" ]; then
+    echo "device-check.sh checks: shard $k/$shards has no result for this build" >&2
+    tests_rc=1
+  else
+    rc=$(cat "$out/tests_rc_$k")
+    [ "$rc" -gt "$tests_rc" ] && tests_rc=$rc
+  fi
+done
+skipped=$(cat "$out"/ctest_*.log 2>/dev/null | grep -c "(Skipped)")
 
 # The bound at +-FLT_MAX / +-DBL_MAX through the CLI on the GPU (the CPU's run is CI's and
 # anyone's: bash scripts/extreme-bound-check.sh), by the independent checker.
@@ -73,7 +95,6 @@ tail -1 "$out/extreme.log" | sed "s/^/[${SECONDS}s] extreme-value bound check: /
 
 # compute-sanitizer on the GPU tests that run every kernel (chunks of every size, the
 # composite and the stages, the conformance suite): memcheck, then racecheck on a few.
-tests_bin=build-device/tests/fzg_tests
 sanitizer_rc=0
 if command -v compute-sanitizer >/dev/null; then
   compute-sanitizer --tool memcheck --error-exitcode 9 "$tests_bin" \

@@ -244,7 +244,7 @@ class DeviceEncoder {
   Buffer own_bits_;
   Buffer first_code_;  // with fill values: each word's first code, and the count at [words]
   Buffer tile_classes_;  // with fill values: each tile's class by its data bits (lorenzo.cu)
-  Buffer claim_;         // with fill values: the encode's counter of claimed tiles
+  Buffer claim_;         // with fill values: the encode's count of claimed runs of tiles
 };
 
 class DeviceDecoder {
