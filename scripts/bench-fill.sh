@@ -31,7 +31,11 @@ v.tofile(sys.argv[2])
 PY
 done
 fraction() {  # the land fraction of a field, as a percentage
-  python3 -c 'import numpy as np, sys; v = np.fromfile(sys.argv[1], dtype=np.float32); print("%.0f%%" % (100 * (v == np.float32(1e20)).mean()))' "$1"
+  python3 -c '
+import sys
+import numpy as np
+v = np.fromfile(sys.argv[1], dtype=np.float32)
+print("%.0f%%" % (100 * (v == np.float32(1e20)).mean()))' "$1"
 }
 printf '%-14s %-6s %-9s %8s %9s %9s %11s\n' config rel field ratio "c GB/s" "d GB/s" "c land/sea"
 row() {  # config, rel, field name, file, fzg's extra arguments; a failed run prints its error
@@ -57,7 +61,8 @@ for config in "${configs[@]}"; do
     sea_c=$(awk '{print $5}' <<<"$sea")
     for coast in "${coasts[@]}"; do
       land=$(row "$config" "$e" "${label[$coast]}" "$dir/land$coast.f32" --fill 1e20)
-      echo "$land $(awk -v l="$(awk '{print $5}' <<<"$land")" -v s="$sea_c" 'BEGIN { if (l + 0 > 0 && s + 0 > 0) printf "%11.2f", l / s }')"
+      land_c=$(awk '{print $5}' <<<"$land")
+      echo "$land $(awk -v l="$land_c" -v s="$sea_c" 'BEGIN { if (l + 0 > 0 && s + 0 > 0) printf "%11.2f", l / s }')"
     done
   done
 done

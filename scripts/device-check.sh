@@ -20,7 +20,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=${1:-all}
 shard=${2:-1/1}
-case "$phase" in build | tests | checks | all) ;; *) echo "usage: device-check.sh [build|tests [K/N]|checks]" >&2; exit 2 ;; esac
+case "$phase" in
+  build | tests | checks | all) ;;
+  *) echo "usage: device-check.sh [build|tests [K/N]|checks]" >&2; exit 2 ;;
+esac
 [[ "$shard" =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]] && [ "${shard%/*}" -le "${shard#*/}" ] ||
   { echo "device-check.sh: a shard is K/N with 1 <= K <= N" >&2; exit 2; }
 root=$(pwd)
@@ -139,7 +142,8 @@ if [ -d build-device/python/fzg ] && python3 -c "import cupy" 2>/dev/null; then
 fi
 echo "[${SECONDS}s] benchmarks done"
 echo
-echo "== fzg device check: tests exit $tests_rc ($shards shard(s)), $skipped skipped; extreme-value bound check exit $extreme_rc; compute-sanitizer exit $sanitizer_rc ==" | tee "$out/summary.txt"
+echo "== fzg device check: tests exit $tests_rc ($shards shard(s)), $skipped skipped;" \
+  "extreme-value bound check exit $extreme_rc; compute-sanitizer exit $sanitizer_rc ==" | tee "$out/summary.txt"
 python3 - "$out" <<'PY' | tee -a "$out/summary.txt"
 import glob, json, os, sys
 out = sys.argv[1]
@@ -190,7 +194,8 @@ if real:
         print(f"  {n:30} {e['ratio']:>9.2f}  {e['fzgpu_format_ratio']:>13.2f}  {e['violations']:>11}"
               f"  {e['max_abs_error'] / e['absolute_bound']:>17.5f}")
 PY
-echo; echo "fill values (scripts/bench-fill.sh): 100 M power-law field, ~40 % and ~52 % land, kernel-only GB/s" | tee -a "$out/summary.txt"
+echo; echo "fill values (scripts/bench-fill.sh): 100 M power-law field, ~40 % and ~52 % land, kernel-only GB/s" |
+  tee -a "$out/summary.txt"
 tee -a "$out/summary.txt" <"$out/fill.txt"
 echo; echo "matrix (scripts/bench-matrix.sh): kernel-only GB/s, median of 20" | tee -a "$out/summary.txt"
 tee -a "$out/summary.txt" <"$out/matrix.txt"
