@@ -19,9 +19,10 @@ class RegionTimer {
   double stop_ms();  // waits for the region to finish
 
  private:
-  Device device_;
-  cudaStream_t stream_;
-  void* events_[2] = {nullptr, nullptr};
+  // The CUDA ones go unused in a build without the CUDA backend.
+  [[maybe_unused]] Device device_;
+  [[maybe_unused]] cudaStream_t stream_;
+  [[maybe_unused]] void* events_[2] = {nullptr, nullptr};
   std::chrono::steady_clock::time_point begin_;
 };
 
