@@ -96,10 +96,9 @@ Graph Graph::from_json(const nlohmann::json& config) {
   graph.name_ = config.contains("name") ? require_string(config, "name", "config") : "custom";
   if (config.contains("chunk_values")) {
     const auto& v = config.at("chunk_values");
-    // A count built in code (json["chunk_values"] = 16384) is a signed integer; one parsed from text
-    // is unsigned: both are the same count.
-    const bool positive = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 1);
-    if (!positive || v.get<uint64_t>() < 1 || v.get<uint64_t>() > max_chunk_values)
+    // Signed (built in code: json["chunk_values"] = 16384) or unsigned (parsed from text), as
+    // StageParams reads an integer.
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > int64_t(max_chunk_values))
       config_error("config: \"chunk_values\" must be an integer in [1, " + std::to_string(max_chunk_values) + "]");
     graph.chunk_values_ = v.get<uint64_t>();
   }
