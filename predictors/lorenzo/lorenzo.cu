@@ -1569,13 +1569,14 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
                              const MissingValues& missing, const Prediction& prediction, const uint32_t* data_bits)
     : field_(field), type_(type), grid_(dims), stream_(stream), missing_(missing),
       whole_(prediction.span == Span::chunk && missing.empty()), axes_(prediction.axes_of(dims)) {
-  if (grid_.tile_count() >= (uint64_t(1) << 32)) fail(ErrorCode::invalid_argument, "field has too many tiles");
+  // Tile indices are u32; a masked encode's claim counter (u32) counts at most a claim a tile
+  // and one more a block.
   const uint64_t tiles = grid_.tile_count();
+  if (tiles >= (uint64_t(1) << 32) - (missing.empty() ? 0 : uint64_t(1) << 24))
+    fail(ErrorCode::invalid_argument, "field has too many tiles");
   counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t), stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
   if (missing.empty()) return;
-  // The claim counter (u32) counts at most a claim a tile and one more a block.
-  if (tiles >= (uint64_t(1) << 32) - (uint64_t(1) << 24)) fail(ErrorCode::invalid_argument, "field has too many tiles");
   mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
   const uint64_t words = DataBits(dims).words();
   data_bits_ = data_bits;
