@@ -45,13 +45,8 @@ if [ "$phase" != checks ]; then
   # others' of the same split; a split into another N drops every shard's.
   [ "$phase" = tests ] || rm -rf "$out"
   mkdir -p "$out"
-  if [ "$phase" = tests ]; then
-    if [ "$(cat "$out/shards" 2>/dev/null)" != "$n" ]; then rm -f "$out"/tests_rc_* "$out"/ctest_*.log; fi
-    echo "$n" >"$out/shards"
-    logs=_tests_$k  # the build phase's logs stay
-  else
-    logs=
-  fi
+  logs=
+  [ "$phase" = tests ] && logs=_tests_$k  # the build phase's logs stay
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
   cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON \
     >"$out/configure$logs.log" 2>&1 || { tail -20 "$out/configure$logs.log"; pack_logs; exit 1; }
@@ -61,6 +56,7 @@ if [ "$phase" != checks ]; then
     echo "[${SECONDS}s] built"
     exit 0
   fi
+  if [ "$(cat "$out/shards" 2>/dev/null)" != "$n" ]; then rm -f "$out"/tests_rc_* "$out"/ctest_*.log; fi
   echo "$n" >"$out/shards"
   echo 125 >"$out/tests_rc_$k"  # stays if the call ends (a device's time limit) before ctest does
   ctest --test-dir build-device -j "$jobs" --timeout 600 -I "$k,,$n" >"$out/ctest_$k.log" 2>&1
