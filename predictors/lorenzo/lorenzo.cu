@@ -515,7 +515,7 @@ struct WordPlace {
 };
 template <bool Whole, int TX, int TY, int TZ>
 __device__ WordPlace word_place(const Grid& g, const Strip<TX, TY, TZ>& strip, const TilePlace<TX, TY, TZ>& p,
-                                const BitsSource& bits) {
+                                const BitsSource& bits, bool dense) {
   const uint32_t lane = threadIdx.x % 32;
   uint32_t inside = 0;  // lane k: any lane's point at k inside the field (a row outside has no word)
 #pragma unroll
@@ -526,7 +526,7 @@ __device__ WordPlace word_place(const Grid& g, const Strip<TX, TY, TZ>& strip, c
   WordPlace mine;
   if (inside) {  // lanes below per_thread only
     const uint64_t w = bits.word(g, p.x0 + strip.x(lane), p.y0 + strip.y(lane), p.z0 + strip.z(lane));
-    mine.bits = bits.words[w];
+    if (!dense) mine.bits = bits.words[w];  // a tile all data: every word its points' (unused)
     mine.first_code = bits.first_code[w];
   }
   return mine;
@@ -578,8 +578,12 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
     // (A tile all missing with one fill value never comes here: see encode_kernel.) A tile all
     // data needs no presence; in the others the last reads of the previous tile's halo and
     // symbols are behind tile_presence's barrier (a tile ends at one anyway).
-    place = word_place<Whole>(g, strip, p, fill.bits);
-    exacts = prequantize_strip<Whole, Fill>(field, strip, c, missing, delta, symbols);
+    // A tile all data (its data bits say so) needs no symbol compare: its points are coded as
+    // without fill values, and each code's rank in its word is its lane.
+    const bool dense = fill.tile_class == all_data_tile;  // uniform across the block
+    place = word_place<Whole>(g, strip, p, fill.bits, dense);
+    exacts = dense ? prequantize_strip<Whole, false>(field, strip, c, missing, delta, symbols)
+                   : prequantize_strip<Whole, true>(field, strip, c, missing, delta, symbols);
     const uint32_t presence =
         fill.tile_class == all_data_tile ? holds_data | 1u : tile_presence<Whole>(strip, symbols, fill.warp_words);
     if (const uint32_t symbol = only_missing_symbol(presence)) {
@@ -624,15 +628,26 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
   }
   uint32_t escapes = 0;
   if constexpr (Fill) {  // the codes of the points with data, each at its word's first plus its rank there
-    const uint32_t below = (1u << (threadIdx.x % 32)) - 1;
+    const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1;
+    if (fill.tile_class == all_data_tile) {  // every point inside holds data: its rank is its lane
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k) {
-      const uint32_t word = __shfl_sync(0xffffffffu, place.bits, k);
-      const uint64_t first = __shfl_sync(0xffffffffu, place.first_code, k);
-      if ((!Whole && !strip.inside(k)) || (symbols >> (4 * k) & 0xfu)) continue;  // outside, or missing
-      uint16_t code;
-      escapes += !encode_delta(delta[k], &code);
-      codes[first + __popc(word & below)] = code;
+      for (int k = 0; k < strip.per_thread; ++k) {
+        const uint64_t first = __shfl_sync(0xffffffffu, place.first_code, k);
+        if (!Whole && !strip.inside(k)) continue;
+        uint16_t code;
+        escapes += !encode_delta(delta[k], &code);
+        codes[first + lane] = code;
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < strip.per_thread; ++k) {
+        const uint32_t word = __shfl_sync(0xffffffffu, place.bits, k);
+        const uint64_t first = __shfl_sync(0xffffffffu, place.first_code, k);
+        if ((!Whole && !strip.inside(k)) || (symbols >> (4 * k) & 0xfu)) continue;  // outside, or missing
+        uint16_t code;
+        escapes += !encode_delta(delta[k], &code);
+        codes[first + __popc(word & below)] = code;
+      }
     }
   } else {
     uint16_t* dst = codes + (strip.global0 - g.codes_first);
