@@ -239,8 +239,8 @@ TEST(Gpu, DeviceFilesOnACallersStreamMatchTheCpuFiles) {
 }
 
 // The fused bitshuffle + zero-block encoder writes the CPU stages' bytes for any input: sparse
-// inputs take the single pass (the look-back across many chunks), dense ones outgrow its
-// scratch and take the two-pass path; ragged ends and empty tiles included.
+// and dense inputs alike (every word non-zero: a block for every word of the input, the most
+// its scratch holds), the look-back across many chunks, ragged ends and empty tiles.
 TEST(Gpu, ShufflePackEncodesAnyBytesLikeTheCpuStages) {
   FZG_REQUIRE_GPU();
   std::mt19937 rng(7);
