@@ -168,12 +168,42 @@ Buffer Buffer::view(void* data, size_t size_bytes, Location where) {
   return b;
 }
 
+struct Buffer::Deferred {
+  std::function<Buffer()> make;
+  bool made = false;
+  Buffer buffer;
+};
+
+Buffer Buffer::deferred(std::function<Buffer()> make) {
+  Buffer b;
+  b.deferred_ = std::make_shared<Deferred>();
+  b.deferred_->make = std::move(make);
+  return b;
+}
+
+void Buffer::make_deferred() const {
+  const std::shared_ptr<Deferred> d = deferred_;  // kept if `make` throws: then nothing changes
+  if (!d->made) {
+    d->buffer = d->make();
+    d->buffer.settle();
+    d->made = true;
+    d->make = nullptr;  // what it held (the encoder's state) goes now
+  }
+  deferred_.reset();
+  owner_ = d->buffer.owner_;
+  data_ = d->buffer.data_;
+  size_ = d->buffer.size_;
+  location_ = d->buffer.location_;
+}
+
 void Buffer::shrink(size_t size_bytes) {
+  settle();
   if (size_bytes > size_) fail(ErrorCode::invalid_argument, "Buffer::shrink cannot grow a buffer");
   size_ = size_bytes;
 }
 
 Buffer Buffer::slice(size_t offset, size_t size_bytes) const {
+  settle();
   if (offset > size_ || size_bytes > size_ - offset) fail(ErrorCode::invalid_argument, "Buffer::slice past the end");
   Buffer b = *this;
   b.data_ += offset;

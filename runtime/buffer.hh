@@ -23,13 +23,30 @@ class Buffer {
   // A view of memory owned elsewhere; the caller keeps it alive.
   static Buffer view(void* data, size_t size_bytes, Location where);
 
-  uint8_t* data() { return data_; }
-  const uint8_t* data() const { return data_; }
-  template <typename T> T* as() { return reinterpret_cast<T*>(data_); }
-  template <typename T> const T* as() const { return reinterpret_cast<const T*>(data_); }
-  size_t size() const { return size_; }
-  Location location() const { return location_; }
-  bool on_device() const { return location_ == Location::device; }
+  // A buffer made later by `make`, when its bytes, size or place are first asked for (once
+  // for all its copies): a device output whose size a read-back gives, queued so that the
+  // work after it (the next stage's) is queued before the host waits for the size.
+  static Buffer deferred(std::function<Buffer()> make);
+
+  uint8_t* data() {
+    settle();
+    return data_;
+  }
+  const uint8_t* data() const {
+    settle();
+    return data_;
+  }
+  template <typename T> T* as() { return reinterpret_cast<T*>(data()); }
+  template <typename T> const T* as() const { return reinterpret_cast<const T*>(data()); }
+  size_t size() const {
+    settle();
+    return size_;
+  }
+  Location location() const {
+    settle();
+    return location_;
+  }
+  bool on_device() const { return location() == Location::device; }
 
   // Shortens the logical size after an encoder wrote less than its bound; keeps the memory.
   void shrink(size_t size_bytes);
@@ -38,10 +55,18 @@ class Buffer {
   Buffer slice(size_t offset, size_t size_bytes) const;
 
  private:
-  std::shared_ptr<uint8_t> owner_;
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-  Location location_ = Location::host;
+  struct Deferred;
+  void settle() const {
+    if (deferred_) make_deferred();
+  }
+  void make_deferred() const;
+
+  // Mutable so that a const deferred buffer can become what it stands for.
+  mutable std::shared_ptr<Deferred> deferred_;
+  mutable std::shared_ptr<uint8_t> owner_;
+  mutable uint8_t* data_ = nullptr;
+  mutable size_t size_ = 0;
+  mutable Location location_ = Location::host;
 };
 
 // Copies between any two locations (synchronous with respect to the host on return).
@@ -52,6 +77,24 @@ void copy_bytes(void* dst, Location dst_where, const void* src, Location src_whe
 void copy_bytes_async(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                       cudaStream_t stream);
 void synchronize(cudaStream_t stream);
+
+// Up to 64 KiB of device bytes copied to the host once the work queued before it on `stream`
+// is done, read later: wait() returns them when they have landed, which costs no wait when
+// the host has waited for that stream since. The copy goes to page-locked memory, so the
+// host queues more work meanwhile (into pageable memory the copy itself would wait). Defined
+// in CUDA builds.
+class QueuedReadBack {
+ public:
+  QueuedReadBack(const void* device_src, size_t size_bytes, cudaStream_t stream);
+  ~QueuedReadBack();  // waits for a copy still in flight
+  QueuedReadBack(const QueuedReadBack&) = delete;
+  QueuedReadBack& operator=(const QueuedReadBack&) = delete;
+  const void* wait();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Copies host memory to the device in consecutive pieces, calling after_piece(offset, bytes)
 // once each piece's copy is queued on `stream`: work ordered after that copy can run beside

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/error.hh"
 #include "runtime/buffer.hh"
 #include "runtime/cuda_check.cuh"
 
@@ -234,6 +235,50 @@ void device_copy(void* dst, Location dst_where, const void* src, Location src_wh
   }
   FZG_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_bytes, cudaMemcpyDefault, stream));
   if (wait) FZG_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+struct QueuedReadBack::State {
+  uint8_t* block = nullptr;     // lent page-locked memory, or null: then `bytes` holds the copy
+  std::vector<uint8_t> bytes;
+  cudaEvent_t landed = nullptr;  // recorded after the copy
+  bool waited = false;
+};
+
+QueuedReadBack::QueuedReadBack(const void* device_src, size_t size_bytes, cudaStream_t stream)
+    : state_(std::make_unique<State>()) {
+  if (size_bytes > read_back_bytes) fail(ErrorCode::invalid_argument, "a queued read-back of over 64 KiB");
+  State& s = *state_;
+  s.block = ReadBackBlocks::get().take();
+  if (!s.block) {  // no page-locked memory to be had: an ordinary read-back now
+    s.bytes.resize(size_bytes);
+    device_copy(s.bytes.data(), Location::host, device_src, Location::device, size_bytes, stream, true);
+    s.waited = true;
+    return;
+  }
+  // Until the copy has landed the block stays out of the pool (a failed call keeps it out).
+  FZG_CUDA_CHECK(cudaMemcpyAsync(s.block, device_src, size_bytes, cudaMemcpyDeviceToHost, stream));
+  FZG_CUDA_CHECK(cudaEventCreateWithFlags(&s.landed, cudaEventDisableTiming));
+  FZG_CUDA_CHECK(cudaEventRecord(s.landed, stream));
+}
+
+QueuedReadBack::~QueuedReadBack() {
+  State& s = *state_;
+  if (s.landed) {
+    const bool landed = s.waited || cudaEventSynchronize(s.landed) == cudaSuccess;
+    cudaEventDestroy(s.landed);
+    cudaGetLastError();  // a destructor reports nothing; the next CUDA call will
+    if (!landed) return;  // the copy may still land: the block stays out of the pool
+  }
+  if (s.block) ReadBackBlocks::get().give(s.block);
+}
+
+const void* QueuedReadBack::wait() {
+  State& s = *state_;
+  if (!s.waited) {
+    FZG_CUDA_CHECK(cudaEventSynchronize(s.landed));
+    s.waited = true;
+  }
+  return s.block ? s.block : s.bytes.data();
 }
 
 void device_synchronize(cudaStream_t stream) { FZG_CUDA_CHECK(cudaStreamSynchronize(stream)); }

@@ -266,6 +266,8 @@ class LorenzoStage final : public Stage {
           Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
                                                  codes.as<uint16_t>(), &code_count, ctx.stream, setup.missing,
                                                  masked ? &mask : nullptr, setup.prediction, chunk_data_bits(ctx));
+          // Made later (Buffer::deferred) from the field's tiles with outliers: the field stays.
+          outliers = Buffer::deferred([outliers, field = inputs[0]] { return outliers; });
           return std::vector<Buffer>{codes, outliers};
         });
     outputs[0].shrink(2 * code_count);

@@ -34,6 +34,8 @@
 // scattered back (code_order.cu: 0 at missing points, bits from the mask), and the decode
 // writes the fill values of its tile's runs after the exact values.
 #include <cub/block/block_scan.cuh>
+#include <cstring>
+#include <memory>
 #include <type_traits>
 
 #include "core/error.hh"
@@ -1925,17 +1927,29 @@ std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask,
                    const Prediction& prediction, const uint32_t* data_bits) {
-  DeviceEncoder encoder(field, type, dims, stream, missing, prediction, data_bits);
-  encoder.encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
-  encoder.finish();
-  const uint64_t n = dims.count();
-  uint64_t totals[4];
-  copy_bytes(totals, Location::host, encoder.totals(), Location::device, sizeof totals, stream);
-  trace::mark("lorenzo: outlier totals read");
-  if (mask) *mask = encoder.mask(totals[2]);
-  Buffer outliers = encoder.outliers(quant, {totals[0], totals[1]});
-  *code_count = missing.empty() ? n : totals[3];
-  return outliers;
+  auto encoder = std::make_shared<DeviceEncoder>(field, type, dims, stream, missing, prediction, data_bits);
+  // With fill values the code count is known before the encode (the scan of the data bits'
+  // counts): read back beside it, so that the host waits for the scan alone.
+  std::unique_ptr<QueuedReadBack> codes_total;
+  if (!missing.empty()) codes_total = std::make_unique<QueuedReadBack>(encoder->totals() + 3, sizeof(uint64_t), stream);
+  encoder->encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
+  encoder->finish();
+  *code_count = dims.count();
+  if (codes_total) std::memcpy(code_count, codes_total->wait(), sizeof(uint64_t));
+  // The outlier and mask streams are sized by the encode's totals: read back once the next
+  // stage's work is queued too, when the streams are first asked for (Buffer::deferred).
+  auto totals = std::make_shared<QueuedReadBack>(encoder->totals(), 3 * sizeof(uint64_t), stream);
+  auto total = [totals](int i) {
+    uint64_t value;
+    std::memcpy(&value, static_cast<const uint8_t*>(totals->wait()) + i * sizeof(uint64_t), sizeof value);
+    return value;
+  };
+  if (mask) *mask = Buffer::deferred([encoder, total] { return encoder->mask(total(2)); });
+  return Buffer::deferred([encoder, total, quant] {
+    const OutlierCounts counts{total(0), total(1)};
+    trace::mark("lorenzo: outlier totals read");
+    return encoder->outliers(quant, counts);
+  });
 }
 
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,

@@ -180,7 +180,8 @@ void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const u
                              uint16_t* codes, cudaStream_t stream);
 // With fill values `codes` receives the codes of the points with data alone, and `data_bits`
 // (device) gives the field's DataBits where the caller has them (null: the encoder makes its
-// own, one more read of the field).
+// own, one more read of the field). The outlier stream and `mask` are deferred buffers
+// (Buffer::deferred): made, after a read-back, when first used; the field must live until then.
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
                    Buffer* mask = nullptr, const Prediction& prediction = {}, const uint32_t* data_bits = nullptr);
