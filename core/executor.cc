@@ -72,6 +72,7 @@ class StepTimes {
   void start() {
     if (times_) timer_.start();
   }
+  bool active() const { return times_ != nullptr; }
   void stop(const std::string& name) {
     if (!times_) return;
     const double ms = timer_.stop_ms();
@@ -204,6 +205,17 @@ StageContext node_context(const StageContext& chunk, const std::vector<std::vect
   return ctx;
 }
 
+// A finished chunk's device stream waits for the file's assembly. A coder may return a slice
+// of a larger scratch (shuffle-pack's has room for a block a word); where more chunks follow
+// than run at once, such a stream is copied to memory of its own size, so that the streams
+// held stay near the file's size rather than the codes'.
+Buffer held_at_own_size(const Buffer& stream, cudaStream_t lane) {
+  if (!stream.on_device() || stream.held_bytes() <= 2 * stream.size()) return stream;
+  Buffer own = Buffer::device(stream.size(), lane);
+  copy_bytes_async(own.data(), Location::device, stream.data(), Location::device, stream.size(), lane);
+  return own;  // the scratch is freed in `lane`'s order, after the copy
+}
+
 // One chunk forwards: its stored streams (in store order), its stage records filled in.
 std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx,
                                  const std::vector<std::vector<uint8_t>>& headers, const Buffer& field,
@@ -239,6 +251,10 @@ std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx
       ports[{int(step.first + 1), next_spec.outputs[0].name}] = fused;
     } else {
       std::vector<Buffer> outputs = node.stage->encode(ctx, inputs);
+      // A deferred output (Buffer::deferred) is made when first used: in its own step's time
+      // where steps are timed, later otherwise (so that the next step is queued first).
+      if (times.active())
+        for (const Buffer& o : outputs) (void)o.size();
       if (spec.stores_raw_when_larger && total_size(outputs) >= total_size(inputs)) {
         for (size_t p = 0; p < outputs.size(); ++p) outputs[p] = p < inputs.size() ? inputs[p] : Buffer();
         stage_record.raw = true;
@@ -474,6 +490,8 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     chunk_streams[k] = encode_chunk(*plan, chunk, c.stage_headers, slice, c.chunks[k], times);
     if (out_of_core)
       for (Buffer& s : chunk_streams[k]) s = to_host(s, lane);
+    else if (plan->chunks > lanes)
+      for (Buffer& s : chunk_streams[k]) s = held_at_own_size(s, lane);
   });
   std::vector<Buffer> streams;
   for (const auto& s : chunk_streams) streams.insert(streams.end(), s.begin(), s.end());

@@ -139,7 +139,7 @@ Buffer Buffer::host(size_t size_bytes) {
   uint8_t* p = allocate_host(size_bytes, &release);  // sets `release` before it is passed on
   b.owner_.reset(p, release);
   b.data_ = b.owner_.get();
-  b.size_ = size_bytes;
+  b.size_ = b.held_ = size_bytes;
   b.location_ = Location::host;
   return b;
 }
@@ -151,7 +151,7 @@ Buffer Buffer::device(size_t size_bytes, cudaStream_t stream) {
   Buffer b;
   b.owner_.reset(p, [release, size_bytes, stream](uint8_t* q) { release(q, size_bytes, stream); });
   b.data_ = p;
-  b.size_ = size_bytes;
+  b.size_ = b.held_ = size_bytes;
   b.location_ = Location::device;
   return b;
 #else
@@ -170,7 +170,7 @@ Buffer Buffer::view(void* data, size_t size_bytes, Location where) {
 
 struct Buffer::Deferred {
   std::function<Buffer()> make;
-  bool made = false;
+  std::once_flag made;  // copies on several threads make it once (a throw leaves it unmade)
   Buffer buffer;
 };
 
@@ -183,16 +183,17 @@ Buffer Buffer::deferred(std::function<Buffer()> make) {
 
 void Buffer::make_deferred() const {
   const std::shared_ptr<Deferred> d = deferred_;  // kept if `make` throws: then nothing changes
-  if (!d->made) {
-    d->buffer = d->make();
-    d->buffer.settle();
-    d->made = true;
+  std::call_once(d->made, [&d] {
+    Buffer made = d->make();
+    made.settle();
+    d->buffer = made;
     d->make = nullptr;  // what it held (the encoder's state) goes now
-  }
+  });
   deferred_.reset();
   owner_ = d->buffer.owner_;
   data_ = d->buffer.data_;
   size_ = d->buffer.size_;
+  held_ = d->buffer.held_;
   location_ = d->buffer.location_;
 }
 

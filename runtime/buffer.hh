@@ -25,7 +25,8 @@ class Buffer {
 
   // A buffer made later by `make`, when its bytes, size or place are first asked for (once
   // for all its copies): a device output whose size a read-back gives, queued so that the
-  // work after it (the next stage's) is queued before the host waits for the size.
+  // work after it (the next stage's) is queued before the host waits for the size. Copies
+  // may be made on several threads; one Buffer object, like any, is used by one at a time.
   static Buffer deferred(std::function<Buffer()> make);
 
   uint8_t* data() {
@@ -47,6 +48,12 @@ class Buffer {
     return location_;
   }
   bool on_device() const { return location() == Location::device; }
+  // Bytes of memory this buffer keeps alive: its allocation's, which a slice keeps whole (0
+  // for a view).
+  size_t held_bytes() const {
+    settle();
+    return held_;
+  }
 
   // Shortens the logical size after an encoder wrote less than its bound; keeps the memory.
   void shrink(size_t size_bytes);
@@ -66,6 +73,7 @@ class Buffer {
   mutable std::shared_ptr<uint8_t> owner_;
   mutable uint8_t* data_ = nullptr;
   mutable size_t size_ = 0;
+  mutable size_t held_ = 0;
   mutable Location location_ = Location::host;
 };
 

@@ -258,15 +258,19 @@ QueuedReadBack::QueuedReadBack(const void* device_src, size_t size_bytes, cudaSt
   // Until the copy has landed the block stays out of the pool (a failed call keeps it out).
   FZG_CUDA_CHECK(cudaMemcpyAsync(s.block, device_src, size_bytes, cudaMemcpyDeviceToHost, stream));
   FZG_CUDA_CHECK(cudaEventCreateWithFlags(&s.landed, cudaEventDisableTiming));
-  FZG_CUDA_CHECK(cudaEventRecord(s.landed, stream));
+  const cudaError_t recorded = cudaEventRecord(s.landed, stream);
+  if (recorded != cudaSuccess) {  // throws below: the block stays out of the pool
+    cudaEventDestroy(s.landed);
+    cuda_check(recorded, "cudaEventRecord (read-back)", __FILE__, __LINE__);
+  }
 }
 
 QueuedReadBack::~QueuedReadBack() {
   State& s = *state_;
   if (s.landed) {
+    // A destructor reports nothing: a failure stays the runtime's last error for the next check.
     const bool landed = s.waited || cudaEventSynchronize(s.landed) == cudaSuccess;
     cudaEventDestroy(s.landed);
-    cudaGetLastError();  // a destructor reports nothing; the next CUDA call will
     if (!landed) return;  // the copy may still land: the block stays out of the pool
   }
   if (s.block) ReadBackBlocks::get().give(s.block);
