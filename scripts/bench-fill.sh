@@ -17,18 +17,7 @@ trap 'rm -rf "$dir"' EXIT
 python3 "$gen" "$dir/sea.f32" 464 464 464 3.6667 11 0 1 >/dev/null
 coasts=(${FZG_FILL_COASTS:-0.72 0.6})
 for coast in "${coasts[@]}"; do
-  python3 - "$dir/sea.f32" "$dir/land$coast.f32" "$coast" <<'PY'
-import sys
-import numpy as np
-n = 464
-v = np.fromfile(sys.argv[1], dtype=np.float32).reshape(n, n, n)  # z, y, x
-y, x = np.mgrid[0:n, 0:n]
-coast = float(sys.argv[3]) * n + 0.08 * n * np.sin(y / 23.0) + 0.05 * n * np.cos(y / 7.0)
-island = (x - 0.3 * n) ** 2 + (y - 0.5 * n) ** 2 < (0.2 * n) ** 2
-land = (x > coast) | island
-v[:, land] = np.float32(1e20)
-v.tofile(sys.argv[2])
-PY
+  python3 "$(dirname "$0")/land_mask.py" "$dir/sea.f32" "$dir/land$coast.f32" "$coast"
 done
 fraction() {  # the land fraction of a field, as a percentage
   python3 -c '

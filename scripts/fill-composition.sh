@@ -16,18 +16,19 @@ rel=${3:-1e-3}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 python3 "$gen" "$dir/sea.f32" 464 464 464 3.6667 11 0 1 >/dev/null
-python3 - "$dir" <<'PY'
+python3 - "$dir" "$(dirname "$0")" <<'PY'
 import sys
 import numpy as np
-n, d = 464, sys.argv[1]
-v0 = np.fromfile(d + "/sea.f32", dtype=np.float32).reshape(n, n, n)  # z, y, x
+d = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from land_mask import FILL, cube, land
+v0 = cube(d + "/sea.f32")  # z, y, x
+n = v0.shape[0]
 y, x = np.mgrid[0:n, 0:n]
-coast = 0.6 * n + 0.08 * n * np.sin(y / 23.0) + 0.05 * n * np.cos(y / 7.0)
-island = (x - 0.3 * n) ** 2 + (y - 0.5 * n) ** 2 < (0.2 * n) ** 2
-masks = {"block64": x >= 64, "stripes": (x % 64) >= 32, "land": (x > coast) | island}
+masks = {"block64": x >= 64, "stripes": (x % 64) >= 32, "land": land(n, 0.6)}
 for name, m in masks.items():
     v = v0.copy()
-    v[:, m] = np.float32(1e20)
+    v[:, m] = FILL
     v.tofile(f"{d}/{name}.f32")
     # The tiles' kinds in the xy plane (the mask is constant along z), inside the field only.
     t = np.full((n // 8 * 8 + (8 if n % 8 else 0), 15 * 32), -1.0)
