@@ -16,16 +16,10 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 python3 "$gen" "$dir/sea.f32" 464 464 464 3.6667 11 0 1 >/dev/null
 coasts=(${FZG_FILL_COASTS:-0.72 0.6})
+declare -A label  # each field's name: its land fraction, as land_mask.py prints it
 for coast in "${coasts[@]}"; do
-  python3 "$(dirname "$0")/land_mask.py" "$dir/sea.f32" "$dir/land$coast.f32" "$coast"
+  label[$coast]=land$(python3 "$(dirname "$0")/land_mask.py" "$dir/sea.f32" "$dir/land$coast.f32" "$coast")
 done
-fraction() {  # the land fraction of a field, as a percentage
-  python3 -c '
-import sys
-import numpy as np
-v = np.fromfile(sys.argv[1], dtype=np.float32)
-print("%.0f%%" % (100 * (v == np.float32(1e20)).mean()))' "$1"
-}
 printf '%-14s %-6s %-9s %8s %9s %9s %11s\n' config rel field ratio "c GB/s" "d GB/s" "c land/sea"
 row() {  # config, rel, field name, file, fzg's extra arguments; a failed run prints its error
   local config=$1 e=$2 name=$3 file=$4 json
@@ -41,8 +35,6 @@ r = json.load(sys.stdin)[0]
 print("%-14s %-6s %-9s %8.2f %9.1f %9.1f" % (sys.argv[1], sys.argv[2], sys.argv[3], r["ratio"],
       r["kernel_compress_gbps"], r["kernel_decompress_gbps"]))' "$(basename "$config" .json)" "$e" "$name" <<<"$json"
 }
-declare -A label
-for coast in "${coasts[@]}"; do label[$coast]=land$(fraction "$dir/land$coast.f32"); done
 for config in "${configs[@]}"; do
   for e in 1e-2 1e-3 1e-4; do
     sea=$(row "$config" "$e" sea "$dir/sea.f32")

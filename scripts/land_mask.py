@@ -2,7 +2,7 @@
 
 A coastline at `coast` of the x extent that wanders with y, plus a round island, constant along
 z (like an ocean model's surface over time). As a command it writes a cubic f32 field (z, y, x)
-with its land set to the fill value 1e20:
+with its land set to the fill value 1e20, and prints the land's fraction as a percentage:
     python3 scripts/land_mask.py SEA.f32 OUT.f32 COAST
 """
 import sys
@@ -33,8 +33,10 @@ def main(argv):
     if len(argv) != 4:
         sys.exit(__doc__.strip().splitlines()[-1].strip())
     v = cube(argv[1])
-    v[:, land(v.shape[1], float(argv[3]))] = FILL
+    mask = land(v.shape[1], float(argv[3]))
+    v[:, mask] = FILL
     v.tofile(argv[2])
+    print("%.0f%%" % (100 * mask.mean()))
 
 
 if __name__ == "__main__":
