@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <utility>
 
 #include "core/checksum.hh"
+#include "core/device_checks.hh"
 #include "core/fzg.hh"
 #include "core/plan.hh"
 #include "runtime/lanes.hh"
@@ -633,6 +635,11 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
     const std::vector<uint64_t> values = sums.finish();
     for (size_t s = 0; s < values.size(); ++s) require_data(values[s] == expected[s], "stream checksum mismatch");
   };
+  // The decoders' checks of their streams, left on the device: read back once, after the
+  // checksums (damage is reported as such first).
+  std::unique_ptr<DeviceChecks> checks;
+  if (base.device == Device::cuda) checks = std::make_unique<DeviceChecks>(base.stream);
+  base.checks = checks.get();
   if (!source.on_device()) verify(pending);
   times.stop("verify");
   trace::mark("checksums queued");
@@ -699,6 +706,7 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
   });
   output(base.stream);  // an empty field
   if (source.on_device()) verify(pending);
+  if (checks) checks->finish();
   synchronize(base.stream);
   trace::mark("checksums compared");
   return {data, c.header};

@@ -17,6 +17,8 @@
 
 namespace fzg {
 
+class DeviceChecks;
+
 // What flows between stages: the field (its values, of the field's type), symbols (fixed-width
 // unsigned integers, such as a predictor's quantization codes) or bytes. `width` is the element
 // size in bytes (0 for a field: the field's own). An input port of bytes accepts anything; the
@@ -78,6 +80,9 @@ struct StageContext {
   // On the GPU with fill values, where the executor made them beside the value range: the whole
   // field's data bits (DataBits, core/missing_values.hh) in device memory; null otherwise.
   const uint32_t* data_bits = nullptr;
+  // On the GPU, a decode's checks left on the device for the call's end (core/device_checks.hh);
+  // null where a stage runs on its own (it then reads back checks of its own when done).
+  DeviceChecks* checks = nullptr;
 };
 
 // What a header is made from: the request and what the executor knows of the whole field.

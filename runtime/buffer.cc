@@ -24,6 +24,7 @@ bool device_present();
 bool host_memory_is_pinned(const void* p);
 void staging_buffers(size_t chunk_bytes, uint8_t** buffers, void** events);
 void copy_async(void* dst, const void* src, size_t size_bytes, cudaStream_t stream);
+void device_zero(void* dst, size_t size_bytes, cudaStream_t stream);
 void event_record(void* event, cudaStream_t stream);
 void event_wait(void* event);
 #endif
@@ -238,6 +239,20 @@ void copy_bytes(void* dst, Location dst_where, const void* src, Location src_whe
 void copy_bytes_async(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                       cudaStream_t stream) {
   copy_between(dst, dst_where, src, src_where, size_bytes, stream, false);
+}
+
+void zero_bytes(void* dst, Location where, size_t size_bytes, cudaStream_t stream) {
+  if (size_bytes == 0) return;
+  if (where == Location::host) {
+    std::memset(dst, 0, size_bytes);
+    return;
+  }
+#ifdef FZG_HAVE_CUDA
+  device_zero(dst, size_bytes, stream);
+#else
+  (void)stream;
+  fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
+#endif
 }
 
 void upload_in_pieces(void* device_dst, const void* host_src, size_t size_bytes, cudaStream_t stream,

@@ -85,6 +85,8 @@ void copy_bytes(void* dst, Location dst_where, const void* src, Location src_whe
 void copy_bytes_async(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                       cudaStream_t stream);
 void synchronize(cudaStream_t stream);
+// Sets the bytes to zero: queued on `stream` where they are on the device.
+void zero_bytes(void* dst, Location where, size_t size_bytes, cudaStream_t stream);
 
 // Up to 64 KiB of device bytes copied to the host once the work queued before it on `stream`
 // is done, read later: wait() returns them when they have landed, which costs no wait when

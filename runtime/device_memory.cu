@@ -314,6 +314,9 @@ void staging_buffers(size_t chunk_bytes, uint8_t** buffers, void** events) {
 void copy_async(void* dst, const void* src, size_t size_bytes, cudaStream_t stream) {
   FZG_CUDA_CHECK(cudaMemcpyAsync(dst, src, size_bytes, cudaMemcpyDefault, stream));
 }
+void device_zero(void* dst, size_t size_bytes, cudaStream_t stream) {
+  FZG_CUDA_CHECK(cudaMemsetAsync(dst, 0, size_bytes, stream));
+}
 void event_record(void* event, cudaStream_t stream) {
   FZG_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), stream));
 }

@@ -391,7 +391,8 @@ void for_each_damage(const std::vector<uint8_t>& output, size_t truncations, siz
 // Runs every damaged variant of every output of every damage sample through
 // decode_like_executor on `device`: each must throw fzg::Error(corrupt_data) or return. A
 // flip may give a valid different stream (a raw-copied byte, a code), so a result that
-// differs from the input is no failure.
+// differs from the input is no failure. On the device each must also meet the CPU's verdict:
+// rejected there too, or decoded there to the same bytes.
 void expect_damage_rejected_or_decoded(const Stage& stage, const std::vector<Sample>& samples, Device device,
                                        size_t truncations, size_t flips) {
   // Tens of thousands of small decodes, each an OpenMP parallel region: under ctest -j on two
@@ -419,13 +420,35 @@ void expect_damage_rejected_or_decoded(const Stage& stage, const std::vector<Sam
         }
         ++runs;
         std::string failure;
+        bool decoded = false;
+        std::vector<std::vector<uint8_t>> inputs;
         try {
-          decode_like_executor(stage, ctx, damaged, input_sizes, bounds);
+          for (const Buffer& b : decode_like_executor(stage, ctx, damaged, input_sizes, bounds))
+            inputs.push_back(bytes_of(b));
+          decoded = true;
         } catch (const Error& e) {
           if (e.code() == ErrorCode::corrupt_data) ++rejected;
           else failure = std::string("threw fzg::Error(") + to_string(e.code()) + "): " + e.what();
         } catch (const std::exception& e) {
           failure = std::string("threw a non-fzg exception: ") + e.what();
+        }
+        // The device decides as the CPU does (its checks run on the device and come back at
+        // the end), and what both decode is the same.
+        if (failure.empty() && device == Device::cuda) {
+          std::vector<Buffer> on_host;
+          for (size_t p = 0; p < outputs.size(); ++p) on_host.push_back(host_copy(p == port ? bytes : outputs[p]));
+          std::vector<std::vector<uint8_t>> expected;
+          bool cpu_decoded = false;
+          try {
+            for (const Buffer& b : decode_like_executor(stage, cpu, on_host, input_sizes, bounds))
+              expected.push_back(bytes_of(b));
+            cpu_decoded = true;
+          } catch (const Error&) {
+          }
+          if (cpu_decoded != decoded)
+            failure = std::string(decoded ? "decoded" : "was rejected") + " on the device, not on the CPU";
+          else if (inputs != expected)
+            failure = "decoded to other bytes than on the CPU";
         }
         if (!failure.empty() && ++failures <= 10)
           ADD_FAILURE() << s.name << ", output '" << stage.spec().outputs[port].name << "' " << what << ": "

@@ -3,9 +3,14 @@
 // Skipped cleanly where no CUDA device exists.
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <limits>
 #include <random>
 
 #include "bitshuffle/bitshuffle.hh"
+#include "core/checksum.hh"
+#include "core/container.hh"
+#include "core/device_checks.hh"
 #include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock.hh"
 #include "test_util.hh"
@@ -206,6 +211,122 @@ TEST(Gpu, CorruptFilesAreErrorsOnTheGpuToo) {
         EXPECT_TRUE(e.code() == ErrorCode::corrupt_data || e.code() == ErrorCode::unsupported) << e.what();
       }
     }
+  }
+}
+
+// Checks left on the device: one word a kind, read back at the end, the first set one named.
+TEST(Gpu, DeviceChecksNameTheFirstCheckThatFailed) {
+  FZG_REQUIRE_GPU();
+  DeviceChecks checks(nullptr);
+  uint32_t* sizes = checks.word("stream size");
+  uint32_t* keys = checks.word("keys");
+  EXPECT_NE(sizes, keys);
+  EXPECT_EQ(checks.word("stream size"), sizes);
+  EXPECT_NO_THROW(checks.finish());
+  const uint32_t one = 1;
+  copy_bytes(keys, Location::device, &one, Location::host, sizeof one, nullptr);
+  // A step that uses the call's checks leaves the verdict to the call; one on its own reads
+  // back its own.
+  StepChecks in_call(&checks, nullptr);
+  EXPECT_EQ(in_call.word("keys"), keys);
+  EXPECT_NO_THROW(in_call.finish());
+  try {
+    checks.finish();
+    ADD_FAILURE() << "a set check did not fail";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::corrupt_data);
+    EXPECT_NE(std::string(e.what()).find("keys"), std::string::npos) << e.what();
+  }
+  StepChecks alone(nullptr, nullptr);
+  copy_bytes(alone.word("keys"), Location::device, &one, Location::host, sizeof one, nullptr);
+  EXPECT_THROW(alone.finish(), Error);
+}
+
+// A file whose stream is damaged and whose checksums are then made right again (so that only
+// the decoders' own checks stand between it and the output): the GPU, which checks on the
+// device and reads the verdict back at the call's end, rejects exactly what the CPU rejects,
+// with the CPU's message, and decodes the rest to the CPU's bytes.
+TEST(Gpu, StreamsWithRepairedChecksumsGetTheCpusVerdict) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({70, 33, 9});
+  std::vector<float> values = testing::make_values<float>(testing::Hazard::spikes, d.count());
+  for (uint64_t i = 0; i < values.size(); i += 997) values[i] = std::numeric_limits<float>::quiet_NaN();
+  const Buffer field = testing::host_buffer(values);
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-6};  // spikes beyond the codes' reach: escapes
+  const Buffer file = compress(Graph::default_fz(), {field.data(), Location::host, DType::f32, d}, options);
+  const Container original = read_metadata(file.data(), file.size(), file.size());
+  ASSERT_EQ(original.chunks.size(), 1u);
+  ASSERT_EQ(original.chunks[0].streams.size(), 2u);  // pack.out, predict.outliers
+  const uint64_t pack_at = original.chunks[0].stream_offsets[0], outliers_at = original.chunks[0].stream_offsets[1];
+  uint64_t escapes = 0, exacts = 0;
+  std::memcpy(&escapes, file.data() + outliers_at, 8);
+  std::memcpy(&exacts, file.data() + outliers_at + 8, 8);
+  ASSERT_GE(escapes, 2u);
+  ASSERT_GE(exacts, 1u);
+  const uint64_t escape_keys = outliers_at + 16, exact_keys = escape_keys + 8 * escapes;
+
+  // The file with `edit` applied to its bytes and every stream checksum (and so the header's)
+  // recomputed.
+  auto resealed = [&](const std::function<void(uint8_t*)>& edit) {
+    Buffer bad = Buffer::host(file.size());
+    std::memcpy(bad.data(), file.data(), file.size());
+    edit(bad.data());
+    Container c = original;
+    for (size_t s = 0; s < c.chunks[0].streams.size(); ++s)
+      c.chunks[0].streams[s].checksum =
+          checksum_host(bad.data() + c.chunks[0].stream_offsets[s], c.chunks[0].streams[s].size);
+    const std::vector<uint8_t> metadata = write_metadata(c);
+    EXPECT_EQ(metadata.size(), original.metadata_bytes);
+    std::memcpy(bad.data(), metadata.data(), metadata.size());
+    return bad;
+  };
+  auto put = [](uint8_t* at, uint64_t value) { std::memcpy(at, &value, 8); };
+  // The outlier stream's edits are all damage the CPU rejects; a zero-block stream may hold
+  // another valid stream after an edit (its flags and blocks are data too).
+  const std::vector<std::pair<std::string, std::function<void(uint8_t*)>>> edits = {
+      {"intact", [](uint8_t*) {}},
+      {"one escape more than the stream holds", [&](uint8_t* f) { put(f + outliers_at, escapes + 1); }},
+      {"a count no stream could hold", [&](uint8_t* f) { put(f + outliers_at + 8, uint64_t(1) << 60); }},
+      {"escape keys out of order",
+       [&](uint8_t* f) {
+         uint64_t first, second;
+         std::memcpy(&first, f + escape_keys, 8);
+         std::memcpy(&second, f + escape_keys + 8, 8);
+         put(f + escape_keys, second), put(f + escape_keys + 8, first);
+       }},
+      {"an exact key past the field", [&](uint8_t* f) { put(f + exact_keys + 8 * (exacts - 1), d.count() * 4); }},
+      {"a group bit cleared", [&](uint8_t* f) { f[pack_at] ^= 1; }},
+      {"a group bit set", [&](uint8_t* f) { f[pack_at + 3] ^= 0x80; }},
+      {"a flag word cleared", [&](uint8_t* f) {
+         const zeroblock::Layout layout(original.chunks[0].stages.at(2).input_sizes.at(0), 1);
+         std::memset(f + pack_at + 4 * layout.group_flag_words, 0, 4);
+       }},
+  };
+  DecompressOptions cpu, gpu;
+  gpu.device = Device::cuda;
+  auto verdict = [](const Buffer& f, const DecompressOptions& o, std::vector<uint8_t>& decoded) -> std::string {
+    try {
+      const Decompressed out = decompress(f, o);
+      const Buffer host = to_host(out.data, nullptr);
+      decoded.assign(host.data(), host.data() + host.size());
+      return "decoded";
+    } catch (const Error& e) {
+      return std::string(to_string(e.code())) + ": " + e.what();
+    }
+  };
+  for (const auto& [what, edit] : edits) {
+    SCOPED_TRACE(what);
+    const Buffer bad = resealed(edit);
+    std::vector<uint8_t> on_cpu, on_gpu, from_device;
+    const std::string expected = verdict(bad, cpu, on_cpu);
+    if (what == "intact" || what.find("key") != std::string::npos || what.find("count") != std::string::npos ||
+        what.find("escape more") != std::string::npos)
+      EXPECT_EQ(expected == "decoded", what == "intact") << expected;
+    EXPECT_EQ(verdict(bad, gpu, on_gpu), expected);
+    EXPECT_EQ(verdict(to_device(bad, nullptr), gpu, from_device), expected);
+    EXPECT_EQ(on_gpu, on_cpu);
+    EXPECT_EQ(from_device, on_cpu);
   }
 }
 

@@ -26,7 +26,10 @@ class ShufflePack final : public Composite {
     on_backend(
         ctx, [&] { fail(ErrorCode::unsupported, "shuffle+pack runs on the GPU only"); },
         [&] {
-          shuffle_pack::decode_cuda(encoded.as<uint32_t>(), encoded.size(), input.data(), input.size(), ctx.stream);
+          StepChecks checks(ctx.checks, ctx.stream);
+          shuffle_pack::decode_cuda(encoded.as<uint32_t>(), encoded.size(), input.data(), input.size(),
+                                    zeroblock::device_checks(checks), ctx.stream);
+          checks.finish();
         });
   }
 };

@@ -142,18 +142,21 @@ __global__ void assemble_kernel(uint32_t* __restrict__ words, const unsigned lon
     words[head + i] = i < group_flag_words ? words[bits_at + i] : words[flags_at + i - group_flag_words];
 }
 
-__device__ __forceinline__ uint32_t stored_word(const zeroblock::StreamView& v, uint64_t t) {
+__device__ __forceinline__ uint32_t stored_word(const zeroblock::StreamView& v, const zeroblock::BlockWords& blocks,
+                                                uint64_t t) {
   const uint32_t lane = threadIdx.x % 32;
   const uint32_t group = v.flags_of(t);
-  return (group >> lane & 1u) ? v.blocks[v.first_block(t) + __popc(group & ((1u << lane) - 1u))] : 0u;
+  return (group >> lane & 1u) ? blocks.at(v.first_block(t) + __popc(group & ((1u << lane) - 1u))) : 0u;
 }
 
 // The output's `tiles` tiles (output_bytes, `whole_tiles` of its tiles entire).
 __global__ void __launch_bounds__(tile_block_threads) expand_kernel(zeroblock::StreamView v, uint64_t whole_tiles,
                                                                     uint64_t tiles, uint8_t* __restrict__ output,
                                                                     uint64_t output_bytes) {
+  const zeroblock::BlockWords blocks = v.blocks();
+  if (blocks.failed) return;  // uniform: the call fails at its end
   for_each_tile<tiles_per_pass>(
-      whole_tiles, tiles, [&](uint64_t t, bool) { return stored_word(v, t); },
+      whole_tiles, tiles, [&](uint64_t t, bool) { return stored_word(v, blocks, t); },
       [&](uint64_t t, uint32_t packed, bool whole) {
         bitshuffle::store_unshuffled(output, output_bytes, t, packed, whole);
       });
@@ -198,14 +201,14 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
 }
 
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
-                 cudaStream_t stream) {
+                 const zeroblock::Checks& checks, cudaStream_t stream) {
   const zeroblock::Layout L(bitshuffle::shuffled_size(output_bytes), 1);
   const uint64_t tiles = L.groups;
   if (tiles == 0) {
     require_data(input_bytes == 0, "zero-block stream size");
     return;
   }
-  const zeroblock::DecodePlan plan = zeroblock::plan_decode(input, input_bytes, L, stream);
+  const zeroblock::DecodePlan plan = zeroblock::plan_decode(input, input_bytes, L, checks, stream);
   trace::mark("shuffle-pack: decode planned");
   expand_kernel<<<bitshuffle::tile_grid(expand_kernel, tiles), tile_block_threads, 0, stream>>>(
       plan.view, output_bytes / bitshuffle::tile_bytes, tiles, output, output_bytes);

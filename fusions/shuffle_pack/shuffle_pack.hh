@@ -15,7 +15,7 @@ namespace shuffle_pack {
 // The encoded stream, one pass over the input (defined in CUDA builds).
 Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stream);
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
-                 cudaStream_t stream);
+                 const zeroblock::Checks& checks, cudaStream_t stream);
 
 }  // namespace shuffle_pack
 

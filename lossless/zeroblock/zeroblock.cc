@@ -56,8 +56,10 @@ class ZeroBlockStage final : public Stage {
         ctx,
         [&] { zeroblock::decode_cpu(encoded.as<uint32_t>(), encoded.size(), block_words_, out.data(), out.size()); },
         [&] {
+          StepChecks checks(ctx.checks, ctx.stream);
           zeroblock::decode_cuda(encoded.as<uint32_t>(), encoded.size(), block_words_, out.data(), out.size(),
-                                 ctx.stream);
+                                 zeroblock::device_checks(checks), ctx.stream);
+          checks.finish();
         });
   }
 
@@ -66,6 +68,11 @@ class ZeroBlockStage final : public Stage {
 };
 
 }  // namespace
+
+// The CPU's messages for the same failures (zeroblock_cpu.cc).
+zeroblock::Checks zeroblock::device_checks(StepChecks& checks) {
+  return {checks.word("zero-block block flags"), checks.word("zero-block stream size")};
+}
 
 std::unique_ptr<Stage> make_zeroblock_stage(const nlohmann::json& params) {
   return std::make_unique<ZeroBlockStage>(params);

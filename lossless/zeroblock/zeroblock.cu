@@ -8,7 +8,8 @@
 // `group_bits_kernel` packs one bit per group.
 // Decode: a scan over the group bits finds each group's flag word, `resolve_groups_kernel`
 // copies it into a dense per-group array (checking it), a scan over the popcounts gives each
-// group's first block; one warp per group then writes its blocks or zeros.
+// group's first block, and a one-thread kernel checks the totals against the stream's size
+// (on the device: see core/device_checks.hh); one warp per group then writes its blocks or zeros.
 #include "core/error.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
 #include "runtime/cuda_check.cuh"
@@ -114,8 +115,23 @@ __global__ void resolve_groups_kernel(const uint32_t* group_bits, const uint32_t
   }
 }
 
+// Decode step 4, the checks the CPU makes of the totals (flags as the groups say, the stream
+// exactly flags + blocks), and where the blocks lie (see BlockWords).
+__global__ void place_blocks_kernel(const uint64_t* totals, uint64_t group_flag_words, uint64_t available,
+                                    uint32_t block_words, uint64_t* placement, Checks checks) {
+  const uint64_t blocks = totals[0], bad = totals[1], flag_words = totals[2];
+  const bool flags_ok = bad == 0 && flag_words <= available;
+  const bool size_ok = flags_ok && available - flag_words == blocks * block_words;
+  placement[0] = size_ok ? group_flag_words + flag_words : 0;
+  placement[1] = !size_ok;
+  if (!flags_ok) *checks.flags = 1;
+  else if (!size_ok) *checks.size = 1;
+}
+
 __global__ void __launch_bounds__(block_threads) expand_kernel(StreamView v, Shape s, uint8_t* __restrict__ output) {
   const uint32_t lane = threadIdx.x % 32;
+  const BlockWords stored_words = v.blocks();
+  if (stored_words.failed) return;
   for (uint64_t g = global_warp(); g < s.groups; g += warp_count()) {
     const uint64_t block = g * blocks_per_group + lane;
     if (block >= s.blocks) continue;
@@ -125,7 +141,7 @@ __global__ void __launch_bounds__(block_threads) expand_kernel(StreamView v, Sha
     for (uint32_t w = 0; w < s.block_words; ++w) {
       const uint64_t word = block * s.block_words + w;
       if (word >= s.words) break;
-      store_word(output, s.bytes, word, stored ? v.blocks[slot * s.block_words + w] : 0u);
+      store_word(output, s.bytes, word, stored ? stored_words.at(slot * s.block_words + w) : 0u);
     }
   }
 }
@@ -147,28 +163,28 @@ void write_group_bits(const uint32_t* flags, uint64_t groups, uint32_t* bits, cu
   FZG_CUDA_CHECK_LAUNCH();
 }
 
-DecodePlan plan_decode(const uint32_t* input, uint64_t input_bytes, const Layout& L, cudaStream_t stream) {
+DecodePlan plan_decode(const uint32_t* input, uint64_t input_bytes, const Layout& L, const Checks& checks,
+                       cudaStream_t stream) {
   require_data(input_bytes % 4 == 0 && input_bytes / 4 >= L.group_flag_words, "zero-block flags");
   const uint64_t available = input_bytes / 4 - L.group_flag_words;
   const uint32_t* block_flags = input + L.group_flag_words;
   DecodePlan plan;
-  // flag_index[groups + 1] | block_index[groups + 1] | bad | set groups | group_flags[groups]
-  plan.scratch = Buffer::device((2 * (L.groups + 1) + 2) * sizeof(uint64_t) + L.groups * sizeof(uint32_t), stream);
+  // flag_index[groups + 1] | block_index[groups + 1] | bad | set groups | placement[2] | group_flags[groups]
+  plan.scratch = Buffer::device((2 * (L.groups + 1) + 4) * sizeof(uint64_t) + L.groups * sizeof(uint32_t), stream);
   uint64_t* flag_index = plan.scratch.as<uint64_t>();
   uint64_t* block_index = flag_index + L.groups + 1;
   uint64_t* totals = block_index + L.groups;  // [0] blocks (the scan's total), [1] bad, [2] set groups
-  auto* group_flags = reinterpret_cast<uint32_t*>(totals + 3);
+  uint64_t* placement = totals + 3;
+  auto* group_flags = reinterpret_cast<uint32_t*>(placement + 2);
   varlen::exclusive_scan(GroupBit{input, L.groups}, L.groups, flag_index, uint64_t(0), varlen::Plus{}, stream);
   FZG_CUDA_CHECK(cudaMemsetAsync(totals + 1, 0, sizeof(uint64_t), stream));
   resolve_groups_kernel<<<grid_for(L.groups, 256), 256, 0, stream>>>(input, block_flags, flag_index, L.groups, L.blocks,
                                                                       available, group_flags, totals);
   FZG_CUDA_CHECK_LAUNCH();
   varlen::exclusive_scan(DensePopCount{group_flags, L.groups}, L.groups, block_index, uint64_t(0), varlen::Plus{}, stream);
-  uint64_t t[3];
-  copy_bytes(t, Location::host, totals, Location::device, sizeof t, stream);
-  require_data(t[1] == 0 && t[2] <= available, "zero-block block flags");
-  require_data(available == t[2] + t[0] * L.block_words, "zero-block stream size");
-  plan.view = {group_flags, block_index, block_flags + t[2]};
+  place_blocks_kernel<<<1, 1, 0, stream>>>(totals, L.group_flag_words, available, L.block_words, placement, checks);
+  FZG_CUDA_CHECK_LAUNCH();
+  plan.view = {group_flags, block_index, input, placement};
   return plan;
 }
 
@@ -192,10 +208,10 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_wo
 }
 
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,
-                 uint64_t output_bytes, cudaStream_t stream) {
+                 uint64_t output_bytes, const Checks& checks, cudaStream_t stream) {
   const Layout L(output_bytes, block_words);
   if (L.groups == 0) return require_data(input_bytes == 0, "zero-block stream size");
-  const DecodePlan plan = plan_decode(input, input_bytes, L, stream);
+  const DecodePlan plan = plan_decode(input, input_bytes, L, checks, stream);
   expand_kernel<<<warps_grid(expand_kernel, L.groups), block_threads, 0, stream>>>(plan.view, shape_of(L, output_bytes), output);
   FZG_CUDA_CHECK_LAUNCH();
 }

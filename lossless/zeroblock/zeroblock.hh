@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/device_checks.hh"
 #include "core/stage.hh"
 
 namespace fzg {
@@ -47,8 +48,15 @@ void decode_cpu(const uint32_t* input, uint64_t input_bytes, uint32_t block_word
 // CUDA backend (defined in CUDA builds): the same bytes.
 // Sizes the output exactly once the placement is known (no worst-case buffer on the device).
 Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, cudaStream_t stream);
+// A GPU decode's checks of a stream's flag words and of its size (core/device_checks.hh): a
+// stream that fails one sets its word and decodes to zeros.
+struct Checks {
+  uint32_t* flags;
+  uint32_t* size;
+};
+Checks device_checks(StepChecks& checks);
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,
-                 uint64_t output_bytes, cudaStream_t stream);
+                 uint64_t output_bytes, const Checks& checks, cudaStream_t stream);
 
 }  // namespace zeroblock
 }  // namespace fzg

@@ -76,6 +76,12 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid) {
   validate_keys(view.exact_keys, view.counts.exacts, grid, "exact outlier keys");
 }
 
+// The messages of outlier_layout and validate_outlier_keys.
+OutlierChecks outlier_checks(StepChecks& checks) {
+  return {checks.word("outlier counts"), checks.word("outlier stream size"), checks.word("escape outlier keys"),
+          checks.word("exact outlier keys")};
+}
+
 namespace {
 constexpr uint64_t axes_tag = uint64_t(0x73657861) << 32;  // "axes" (lorenzo.hh)
 
@@ -291,9 +297,12 @@ class LorenzoStage final : public Stage {
                               setup.missing, setup.data_only, setup.prediction);
         },
         [&] {
+          StepChecks checks(ctx.checks, ctx.stream);
           lorenzo::decode_cuda(outputs[0].as<uint16_t>(), outputs[0].size() / 2, outliers.data(), outliers.size(),
-                               ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), ctx.stream, mask.data(),
-                               mask.size(), setup.missing, setup.data_only, setup.prediction);
+                               ctx.dtype, ctx.dims, setup.quant, inputs[0].data(), lorenzo::outlier_checks(checks),
+                               ctx.stream, mask.data(), mask.size(), setup.missing, setup.data_only,
+                               setup.prediction);
+          checks.finish();
         });
   }
 

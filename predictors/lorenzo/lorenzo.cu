@@ -887,15 +887,14 @@ __device__ uint64_t lower_bound(const uint64_t* keys, uint64_t count, uint64_t k
   return lo;
 }
 
-struct OutlierSource {
+// A decode's outlier entries (OutlierSource::entries).
+struct Outliers {
   const uint64_t* escape_keys;
   const int32_t* escape_deltas;
   uint64_t escapes;
   const uint64_t* exact_keys;
   const uint8_t* exact_values;
   uint64_t exacts;
-  const uint64_t* escape_start;  // [tiles + 1]: tile t's escapes are [escape_start[t], escape_start[t + 1])
-  const uint64_t* exact_start;
   // Where `key` is among the escapes [begin, end) (one tile's), its delta into `delta`.
   __device__ void patch_escape(uint64_t begin, uint64_t end, uint64_t key, uint32_t& delta) const {
     const uint64_t e = begin + lower_bound(escape_keys + begin, end - begin, key);
@@ -903,12 +902,37 @@ struct OutlierSource {
   }
 };
 
-// One thread per tile boundary: where each tile's run of sorted keys starts.
-__global__ void tile_starts_kernel(const uint64_t* keys, uint64_t count, uint64_t tiles, uint64_t volume,
-                                   uint64_t* starts) {
-  for (uint64_t t = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; t <= tiles; t += uint64_t(gridDim.x) * blockDim.x)
-    starts[t] = lower_bound(keys, count, t * volume);
-}
+// Where a decode's kernels find the outliers (a kernel parameter): the stream, and the counts
+// and each tile's first entries that check_outliers_kernel and outlier_starts_kernel found in
+// it on the device, so that the host never waits for them. Whether to look for outliers at all
+// is the host's to say (`present`: a stream longer than its counts); the counts, needed only
+// for the entries' addresses, are loaded where a tile has some (held in registers for a whole
+// kernel, or loaded before each tile, they cost the 3D decode a block an SM or its codes'
+// loads ~10 % of its time at 100 M values).
+struct OutlierSource {
+  const uint8_t* stream;
+  const OutlierCounts* checked;  // the stream's counts, none where they fail its checks
+  const uint64_t* escape_start;  // [tiles + 1], with `present`: tile t's escapes are [escape_start[t], escape_start[t + 1])
+  const uint64_t* exact_start;   // (empty ranges everywhere where the stream fails a check)
+  uint32_t value_bytes;
+  bool present;
+
+  __device__ OutlierCounts counts() const { return *checked; }
+  // The entries, for a kernel's rare tiles with outliers: a call, so that the loads and
+  // addresses live only there (inlined, they held registers across the 3D decode's tile).
+  __device__ __noinline__ Outliers loaded_entries() const { return entries(counts()); }
+  __device__ Outliers entries(const OutlierCounts& n) const {
+    Outliers o;
+    o.escape_keys = reinterpret_cast<const uint64_t*>(stream) + 2;
+    o.escapes = n.escapes;
+    o.exact_keys = o.escape_keys + n.escapes;
+    o.exacts = n.exacts;
+    o.exact_values = reinterpret_cast<const uint8_t*>(o.exact_keys + n.exacts);
+    o.escape_deltas = reinterpret_cast<const int32_t*>(o.exact_values + value_bytes * n.exacts);
+    return o;
+  }
+};
+
 
 __device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v) {
   const uint32_t lane = threadIdx.x % 32;
@@ -961,10 +985,10 @@ __device__ void prefix_sums(int32_t* q, uint32_t axes) {
     if (axes & axis_y) prefix_along_y<TX, TY, TZ>(q);
 }
 
-// The tile's deltas into shared memory, escapes patched in (keys validated before launch).
+// The tile's deltas into shared memory, escapes patched in (keys checked: outlier_starts_kernel).
 template <int TX, int TY, int TZ>
 __device__ void load_deltas(const uint16_t* codes, uint64_t codes_first, const Strip<TX, TY, TZ>& strip,
-                            const OutlierSource& o, uint64_t escape_begin, uint64_t escape_end, uint64_t key0,
+                            const Outliers& o, uint64_t escape_begin, uint64_t escape_end, uint64_t key0,
                             int32_t* q) {
   const uint16_t* src = codes + (strip.global0 - codes_first);
 #pragma unroll
@@ -1067,9 +1091,9 @@ __device__ void expand_mask(const MaskSource& mask, uint32_t tile, MaskRunsShare
 }
 
 template <typename T, int TX, int TY, int TZ>
-__global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes, OutlierSource o,
-                                                               MaskSource mask, Grid g, double step,
-                                                               T* __restrict__ field, uint32_t axes) {
+__global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* __restrict__ codes,
+                                                               OutlierSource o, MaskSource mask, Grid g,
+                                                               double step, T* __restrict__ field, uint32_t axes) {
   __shared__ int32_t q[TX * TY * TZ];
   __shared__ uint8_t mask_symbols[TX * TY * TZ];
   __shared__ MaskRunsShared<TX, TY, TZ> mask_runs;
@@ -1086,8 +1110,8 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
         if (strip.inside(k)) *dst = value;
       continue;  // uniform across the block, and no shared memory touched
     }
-    const uint64_t escape_begin = o.escapes ? o.escape_start[tile] : 0, escape_end = o.escapes ? o.escape_start[tile + 1] : 0;
-    const uint64_t exact_begin = o.exacts ? o.exact_start[tile] : 0, exact_end = o.exacts ? o.exact_start[tile + 1] : 0;
+    const uint64_t escape_begin = o.present ? o.escape_start[tile] : 0, escape_end = o.present ? o.escape_start[tile + 1] : 0;
+    const uint64_t exact_begin = o.present ? o.exact_start[tile] : 0, exact_end = o.present ? o.exact_start[tile + 1] : 0;
     // Interior tiles (most of a large field) skip every per-point bounds test.
     auto reconstruct_tile = [&](auto whole) {
       constexpr bool Whole = decltype(whole)::value;
@@ -1103,7 +1127,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
           for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
             v[k] = Whole || strip.inside(k) ? uint32_t(decode_delta(*src)) : 0u;
         } else {
-          load_deltas(codes, g.codes_first, strip, o, escape_begin, escape_end, p.key0, q);
+          load_deltas(codes, g.codes_first, strip, o.loaded_entries(), escape_begin, escape_end, p.key0, q);
 #pragma unroll
           for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
         }
@@ -1117,7 +1141,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
         __syncthreads();
         if (axes & axis_y) prefix_along_y<TX, TY, TZ>(q);
       } else {
-        load_deltas(codes, g.codes_first, strip, o, escape_begin, escape_end, p.key0, q);
+        load_deltas(codes, g.codes_first, strip, o.loaded_entries(), escape_begin, escape_end, p.key0, q);
         prefix_sums<TX, TY, TZ>(q, axes);
       }
       T* dst = field + (strip.global0 - g.field_first);
@@ -1129,9 +1153,10 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     else reconstruct_tile(std::false_type{});
     __syncthreads();  // orders the exact values after the reconstructions they replace
     for (uint64_t i = exact_begin + threadIdx.x; i < exact_end; i += block_threads) {
+      const Outliers e = o.loaded_entries();
       uint32_t lx, ly, lz;
-      split<TX, TY>(uint32_t(o.exact_keys[i] - p.key0), lx, ly, lz);
-      field[p.global(g, lx, ly, lz) - g.field_first] = reinterpret_cast<const T*>(o.exact_values)[i];
+      split<TX, TY>(uint32_t(e.exact_keys[i] - p.key0), lx, ly, lz);
+      field[p.global(g, lx, ly, lz) - g.field_first] = reinterpret_cast<const T*>(e.exact_values)[i];
     }
     if (mask.runs && uniform == no_uniform_symbol) {  // a coastal tile (all sea needs nothing)
       expand_mask<TX, TY, TZ>(mask, tile, mask_runs, mask_symbols);
@@ -1168,43 +1193,78 @@ __global__ void __launch_bounds__(block_threads) mask_bits_kernel(MaskSource mas
   }
 }
 
-// Flags keys that are out of order or name a point outside the field (corrupt input).
+// Whether an outlier key names a point inside the field (its tile's, inside the field's edge),
+// and that point's index in field order.
 template <int TX, int TY, int TZ>
-__global__ void validate_keys_kernel(const uint64_t* keys, uint64_t count, Grid g, int* bad) {
-  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count; i += uint64_t(gridDim.x) * blockDim.x) {
-    const uint64_t key = keys[i];
-    const uint64_t tile = key / (TX * TY * TZ);
-    bool ok = (i == 0 || key > keys[i - 1]) && tile < g.tile_count;
-    if (ok) {
-      const TilePlace<TX, TY, TZ> p(g, uint32_t(tile));
-      uint32_t lx, ly, lz;
-      split<TX, TY>(uint32_t(key % (TX * TY * TZ)), lx, ly, lz);
-      ok = p.inside(lx, ly, lz);
+__device__ bool point_of_key(const Grid& g, uint64_t key, uint64_t& point) {
+  const uint64_t tile = key / (TX * TY * TZ);
+  if (tile >= g.tile_count) return false;
+  const TilePlace<TX, TY, TZ> p(g, uint32_t(tile));
+  uint32_t lx, ly, lz;
+  split<TX, TY>(uint32_t(key % (TX * TY * TZ)), lx, ly, lz);
+  point = p.global(g, lx, ly, lz);
+  return p.inside(lx, ly, lz);
+}
+
+// A decode's outlier stream checked on the device: its counts against its size as the CPU's
+// outlier_layout does (counts that fail are taken as none, written to o.checked) and its keys
+// as validate_outlier_keys does (in order, each naming a point of the field). Failures set
+// `checks`' words; a stream of its counts alone takes one thread.
+template <int TX, int TY, int TZ>
+__global__ void check_outliers_kernel(OutlierSource source, uint64_t size_bytes, Grid g, OutlierChecks checks) {
+  const auto* words = reinterpret_cast<const uint64_t*>(source.stream);
+  OutlierCounts c{words[0], words[1]};
+  const bool counts_ok = c.escapes <= size_bytes / 12 && c.exacts <= size_bytes / 12;
+  const bool size_ok = counts_ok && 16 + 8 * c.escapes + 8 * c.exacts + source.value_bytes * c.exacts +
+                                            4 * c.escapes ==
+                                        size_bytes;
+  if (!size_ok) c = {0, 0};
+  const uint64_t first = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x, stride = uint64_t(gridDim.x) * blockDim.x;
+  if (first == 0) {
+    *const_cast<OutlierCounts*>(source.checked) = c;
+    if (!counts_ok) *checks.counts = 1;
+    else if (!size_ok) *checks.size = 1;
+  }
+  const Outliers o = source.entries(c);
+  auto check_keys = [&](const uint64_t* keys, uint64_t count, uint32_t* failed) {
+    for (uint64_t i = first; i < count; i += stride) {
+      uint64_t point;
+      if (!(point_of_key<TX, TY, TZ>(g, keys[i], point) && (i == 0 || keys[i] > keys[i - 1]))) *failed = 1;
     }
-    if (!ok) *bad = 1;
+  };
+  check_keys(o.escape_keys, c.escapes, checks.escape_keys);
+  check_keys(o.exact_keys, c.exacts, checks.exact_keys);
+}
+
+// After check_outliers_kernel, where the stream has room for entries: each tile's first escape
+// and exact (a thread a tile boundary), or empty ranges everywhere where a key failed its
+// check (in this chunk or another: the call fails either way). The decode kernels then read
+// only keys of their own tile, and need no bound on any read or write.
+__global__ void outlier_starts_kernel(OutlierSource source, uint64_t tiles, uint64_t volume, OutlierChecks checks) {
+  const bool keys_ok = *checks.escape_keys == 0 && *checks.exact_keys == 0;
+  const OutlierCounts c = keys_ok ? source.counts() : OutlierCounts{0, 0};
+  const Outliers o = source.entries(c);
+  auto* starts = const_cast<uint64_t*>(source.escape_start);
+  for (uint64_t t = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; t <= tiles; t += uint64_t(gridDim.x) * blockDim.x) {
+    starts[t] = lower_bound(o.escape_keys, c.escapes, t * volume);
+    starts[tiles + 1 + t] = lower_bound(o.exact_keys, c.exacts, t * volume);
   }
 }
 
 // Span "chunk" decode (DeviceDecoder::decode_whole): a kernel a step, each as plain as it can
-// be. The field's point named by an outlier key (checked inside the field: validate_keys_kernel).
-template <int TX, int TY, int TZ>
-__device__ uint64_t point_of_key(const Grid& g, uint64_t key) {
-  const TilePlace<TX, TY, TZ> p(g, uint32_t(key / (TX * TY * TZ)));
-  uint32_t lx, ly, lz;
-  split<TX, TY>(uint32_t(key % (TX * TY * TZ)), lx, ly, lz);
-  return p.global(g, lx, ly, lz);
-}
-
+// be.
 __global__ void whole_deltas_kernel(const uint16_t* __restrict__ codes, uint64_t n, int32_t* __restrict__ q) {
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x)
     q[i] = decode_delta(codes[i]);
 }
 
 template <int TX, int TY, int TZ>
-__global__ void whole_escapes_kernel(const uint64_t* keys, const int32_t* deltas, uint64_t count, Grid g,
-                                     int32_t* __restrict__ q) {
-  for (uint64_t e = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; e < count; e += uint64_t(gridDim.x) * blockDim.x)
-    q[point_of_key<TX, TY, TZ>(g, keys[e])] = deltas[e];
+__global__ void whole_escapes_kernel(OutlierSource source, Grid g, int32_t* __restrict__ q) {
+  const Outliers o = source.entries(source.counts());
+  for (uint64_t e = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; e < o.escapes; e += uint64_t(gridDim.x) * blockDim.x) {
+    uint64_t point;
+    if (point_of_key<TX, TY, TZ>(g, o.escape_keys[e], point)) q[point] = o.escape_deltas[e];
+  }
 }
 
 // Wrapping prefix sums along x straight from the codes (rows of a 2D or 3D chunk, whose tiles
@@ -1216,6 +1276,8 @@ __global__ void whole_escapes_kernel(const uint64_t* keys, const int32_t* deltas
 template <typename T, int TX, int TY, int TZ>
 __global__ void whole_scan_x_kernel(const uint16_t* __restrict__ codes, OutlierSource o, Grid g,
                                     int32_t* __restrict__ q, T* __restrict__ field, double step) {
+  const OutlierCounts n = o.counts();
+  const bool escapes = o.present;
   static_assert(TX == 32, "a segment of 32 points is a tile's row");
   constexpr int batch = 8;
   const uint32_t lane = threadIdx.x % 32;
@@ -1232,14 +1294,14 @@ __global__ void whole_scan_x_kernel(const uint16_t* __restrict__ codes, OutlierS
         const uint64_t x = x0 + 32 * j + lane;
         v[j] = x < nx ? uint32_t(decode_delta(codes[first + x])) : 0u;
       }
-      if (o.escapes) {  // uniform
+      if (escapes) {  // uniform
 #pragma unroll
         for (int j = 0; j < batch; ++j) {
           const uint64_t x = x0 + 32 * j + lane, tile = tile_row + (x0 + 32 * j) / TX;
           if (x0 + 32 * j >= nx) break;  // uniform
           const uint64_t begin = o.escape_start[tile], end = o.escape_start[tile + 1];
-          if (begin == end || x >= nx) continue;
-          o.patch_escape(begin, end, tile * (TX * TY * TZ) + local_row + lane, v[j]);
+          if (end <= begin || x >= nx) continue;  // (below only where the keys fail their checks)
+          o.entries(n).patch_escape(begin, end, tile * (TX * TY * TZ) + local_row + lane, v[j]);
         }
       }
 #pragma unroll
@@ -1271,11 +1333,12 @@ struct DeltaTerms {
 template <typename T, int TX, int TY, int TZ>
 __global__ void whole_scan_lines_kernel(const uint16_t* __restrict__ codes, OutlierSource o, int32_t* q, Grid g,
                                         bool along_z, T* __restrict__ field, double value_step) {
+  const OutlierCounts n = o.counts();
   constexpr uint64_t ahead = 4, volume = TX * TY * TZ;
   const uint64_t nx = g.nx, ny = g.ny;
   const uint64_t lines = along_z ? nx * ny : nx * g.nz, length = along_z ? g.nz : ny, step = along_z ? nx * ny : nx;
   const uint64_t segment = along_z ? TZ : TY;  // points of a line in one tile
-  const bool escapes = codes && o.escapes;
+  const bool escapes = codes && o.present;
   for (uint64_t l = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; l < lines; l += uint64_t(gridDim.x) * blockDim.x) {
     const uint64_t x = l % nx, across = l / nx;  // y of a line along z, z of one along y
     const uint64_t first = along_z ? l : x + nx * ny * across;
@@ -1295,8 +1358,8 @@ __global__ void whole_scan_lines_kernel(const uint16_t* __restrict__ codes, Outl
           if (at >= length) break;
           const uint64_t tile = x / TX + g.tiles_x * (y / TY + g.tiles_y * (z / TZ));
           if (at % segment == 0) begin = o.escape_start[tile], end = o.escape_start[tile + 1];
-          if (begin == end) continue;
-          o.patch_escape(begin, end, tile * volume + x % TX + TX * (y % TY + TY * (z % TZ)), v[j]);
+          if (end <= begin) continue;  // (below only where the keys fail their checks)
+          o.entries(n).patch_escape(begin, end, tile * volume + x % TX + TX * (y % TY + TY * (z % TZ)), v[j]);
         }
       }
 #pragma unroll
@@ -1318,11 +1381,13 @@ __global__ void whole_values_kernel(const int32_t* __restrict__ q, uint64_t n, d
 }
 
 template <typename T, int TX, int TY, int TZ>
-__global__ void whole_exacts_kernel(const uint64_t* keys, const uint8_t* values, uint64_t count, Grid g, T* field) {
-  for (uint64_t e = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; e < count; e += uint64_t(gridDim.x) * blockDim.x) {
+__global__ void whole_exacts_kernel(OutlierSource source, Grid g, T* field) {
+  const Outliers o = source.entries(source.counts());
+  for (uint64_t e = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; e < o.exacts; e += uint64_t(gridDim.x) * blockDim.x) {
     T value;
-    memcpy(&value, values + sizeof(T) * e, sizeof(T));
-    field[point_of_key<TX, TY, TZ>(g, keys[e])] = value;
+    memcpy(&value, o.exact_values + sizeof(T) * e, sizeof(T));
+    uint64_t point;
+    if (point_of_key<TX, TY, TZ>(g, o.exact_keys[e], point)) field[point] = value;
   }
 }
 
@@ -1722,44 +1787,48 @@ Buffer DeviceEncoder::mask(uint64_t runs) {
   return stream_buffer;
 }
 
+namespace {
+// A DeviceDecoder's outliers as its kernels take them: `index` holds the checked counts, then
+// with outliers (a stream longer than its counts) each tile's first escape and exact.
+OutlierSource outlier_source(const uint8_t* stream, uint64_t stream_size, const Buffer& index, uint64_t tiles,
+                             DType type) {
+  OutlierSource o;
+  o.stream = stream;
+  o.checked = index.as<OutlierCounts>();
+  o.present = stream_size > 16;
+  o.escape_start = o.present ? reinterpret_cast<const uint64_t*>(o.checked + 1) : nullptr;
+  o.exact_start = o.present ? o.escape_start + tiles + 1 : nullptr;
+  o.value_bytes = uint32_t(dtype_size(type));
+  return o;
+}
+}  // namespace
+
 DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                             const Quantization& quant, cudaStream_t stream, const uint8_t* mask,
-                             uint64_t mask_size, const MissingValues& missing, Axes axes)
+                             const Quantization& quant, const OutlierChecks& checks, cudaStream_t stream,
+                             const uint8_t* mask, uint64_t mask_size, const MissingValues& missing, Axes axes)
     : type_(type), grid_(dims), quant_(quant), stream_(stream), axes_(axes ? axes : all_axes(dims.rank)),
       missing_(missing) {
   require_data(outliers_size >= 16, "outlier stream shorter than its counts");
   require_data(grid_.tile_count() < (uint64_t(1) << 32), "field has too many tiles");
   if (!missing.empty()) index_mask(mask, mask_size);
-  // Read back even from a stream of its two counts alone (which holds no outlier): skipping
-  // that read (~15 us of a 2D field's decompress call on an H100) let a crafted file with
-  // non-zero counts there and repaired checksums decode on the GPU while the CPU rejects it.
-  // It can go once a stage can leave a check on the device for the call's final read-back.
-  OutlierCounts counts;
-  copy_bytes(&counts, Location::host, outliers, Location::device, 16, stream);
-  trace::mark("lorenzo: outlier counts read");
-  view_ = outlier_layout(counts, outliers, outliers_size, type);
-  if (counts.escapes + counts.exacts == 0) return;
-  const Grid g = device_grid(grid_);
+  // The stream is checked and indexed on the device: a stream of its two counts alone (most
+  // fields at most bounds) costs one small launch and no wait.
+  outliers_ = outliers;
+  outliers_size_ = outliers_size;
+  const bool present = outliers_size > 16;
   const uint64_t tiles = grid_.tile_count();
-  starts_ = Buffer::device(2 * (tiles + 1) * sizeof(uint64_t) + sizeof(int), stream);
-  int* bad = reinterpret_cast<int*>(starts_.as<uint64_t>() + 2 * (tiles + 1));
-  FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream));
+  index_ = Buffer::device(sizeof(OutlierCounts) + (present ? 2 * (tiles + 1) * sizeof(uint64_t) : 0), stream);
+  const OutlierSource source = outlier_source(outliers_, outliers_size_, index_, tiles, type);
+  const Grid g = device_grid(grid_);
   with_shape(type, dims.rank, [&](auto, auto shape) {
     using S = decltype(shape);
-    if (counts.escapes)
-      validate_keys_kernel<S::x, S::y, S::z><<<grid_for(counts.escapes, 256), 256, 0, stream>>>(view_.escape_keys,
-                                                                                              counts.escapes, g, bad);
-    if (counts.exacts)
-      validate_keys_kernel<S::x, S::y, S::z><<<grid_for(counts.exacts, 256), 256, 0, stream>>>(view_.exact_keys,
-                                                                                             counts.exacts, g, bad);
+    check_outliers_kernel<S::x, S::y, S::z>
+        <<<present ? grid_for(outliers_size / 12, 256) : 1, present ? 256 : 32, 0, stream>>>(source, outliers_size, g,
+                                                                                               checks);
     FZG_CUDA_CHECK_LAUNCH();
   });
-  require_data(read_back(bad, stream) == 0, "outlier keys");
-  const uint64_t volume = grid_.tile.volume();
-  tile_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(view_.escape_keys, counts.escapes, tiles, volume,
-                                                                   starts_.as<uint64_t>());
-  tile_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(view_.exact_keys, counts.exacts, tiles, volume,
-                                                                   starts_.as<uint64_t>() + tiles + 1);
+  if (!present) return;
+  outlier_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(source, tiles, grid_.tile.volume(), checks);
   FZG_CUDA_CHECK_LAUNCH();
 }
 
@@ -1814,10 +1883,10 @@ void DeviceDecoder::decode_whole(const uint16_t* codes, void* field) const {
   const uint64_t n = d.count(), nx = d.x, ny = d.y, nz = d.z;
   if (n == 0) return;
   const Grid g = device_grid(grid_);
-  const uint64_t tiles = grid_.tile_count();
-  OutlierSource o{view_.escape_keys, view_.escape_deltas, view_.counts.escapes, view_.exact_keys, view_.exact_values,
-                  view_.counts.exacts, nullptr, nullptr};
-  if (starts_.size() > 0) o.escape_start = starts_.as<uint64_t>(), o.exact_start = o.escape_start + tiles + 1;
+  const OutlierSource o = outlier_source(outliers_, outliers_size_, index_, grid_.tile_count(), type_);
+  // Grid-stride kernels over the outliers, whose counts only the device knows: at most one an
+  // entry of 12 bytes of the stream.
+  const uint64_t most_outliers = outliers_size_ > 16 ? outliers_size_ / 12 : 0;
   // The first pass reads the codes, each pass after it the sums, and the last writes the values.
   const bool along_x = axes_ & axis_x, along_y = ny > 1 && (axes_ & axis_y), along_z = nz > 1 && (axes_ & axis_z);
   const bool rows = along_x && ny * nz > 1;  // x from the codes, a warp a row (2D and 3D chunks)
@@ -1846,9 +1915,8 @@ void DeviceDecoder::decode_whole(const uint16_t* codes, void* field) const {
       if (along_z) scan_lines(true, nullptr, true);
     } else {  // one row or no axis with more than one point: the deltas, escapes patched in
       whole_deltas_kernel<<<grid_for(n, 256), 256, 0, stream_>>>(codes, n, at);
-      if (view_.counts.escapes)
-        whole_escapes_kernel<S::x, S::y, S::z><<<grid_for(view_.counts.escapes, 256), 256, 0, stream_>>>(
-            view_.escape_keys, view_.escape_deltas, view_.counts.escapes, g, at);
+      if (most_outliers)
+        whole_escapes_kernel<S::x, S::y, S::z><<<grid_for(most_outliers, 256), 256, 0, stream_>>>(o, g, at);
       if (along_x) {  // the shared scan (a warp walking 2^26 values took ~1 s); q[i] = sums[i + 1]
         Buffer sums = Buffer::device((n + 1) * sizeof(uint32_t), stream_);
         varlen::exclusive_scan(DeltaTerms{at, n}, n, sums.as<uint32_t>(), 0u, varlen::Plus{}, stream_);
@@ -1856,9 +1924,9 @@ void DeviceDecoder::decode_whole(const uint16_t* codes, void* field) const {
       }
       whole_values_kernel<T><<<grid_for(n, 256), 256, 0, stream_>>>(at, n, quant_.step, values);
     }
-    if (view_.counts.exacts)
-      whole_exacts_kernel<T, S::x, S::y, S::z><<<grid_for(view_.counts.exacts, 256), 256, 0, stream_>>>(
-          view_.exact_keys, view_.exact_values, view_.counts.exacts, g, static_cast<T*>(field));
+    if (most_outliers)
+      whole_exacts_kernel<T, S::x, S::y, S::z><<<grid_for(most_outliers, 256), 256, 0, stream_>>>(o, g,
+                                                                                                 static_cast<T*>(field));
   });
   FZG_CUDA_CHECK_LAUNCH();
 }
@@ -1867,13 +1935,7 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
                                 void* field, uint64_t field_first) {
   if (first_row >= end_row) return;
   const uint64_t tiles = grid_.tile_count();
-  const OutlierCounts& counts = view_.counts;
-  OutlierSource o{view_.escape_keys, view_.escape_deltas, counts.escapes, view_.exact_keys, view_.exact_values,
-                  counts.exacts, nullptr, nullptr};
-  if (starts_.size() > 0) {
-    o.escape_start = starts_.as<uint64_t>();
-    o.exact_start = o.escape_start + tiles + 1;
-  }
+  const OutlierSource o = outlier_source(outliers_, outliers_size_, index_, tiles, type_);
   Grid g = rows_grid(grid_, first_row, end_row, window_first);
   g.field_first = field_first;
   const MaskSource mask = mask_source(mask_runs_, mask_index_, mask_sources_, tiles, missing_);
@@ -1953,12 +2015,12 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
 }
 
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
-                 DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
-                 const uint8_t* mask, uint64_t mask_size, const MissingValues& missing, bool data_only,
-                 const Prediction& prediction) {
+                 DType type, const Dims& dims, const Quantization& quant, void* field, const OutlierChecks& checks,
+                 cudaStream_t stream, const uint8_t* mask, uint64_t mask_size, const MissingValues& missing,
+                 bool data_only, const Prediction& prediction) {
   const uint64_t n = dims.count();
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
-  DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, stream, mask, mask_size, missing,
+  DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, checks, stream, mask, mask_size, missing,
                         prediction.axes_of(dims));
   if (prediction.span == Span::chunk && missing.empty()) return decoder.decode_whole(codes, field);
   if (missing.empty() || !data_only) return decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);

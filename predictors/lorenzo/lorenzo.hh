@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/device_checks.hh"
 #include "core/missing_values.hh"
 #include "core/stage.hh"
 #include "runtime/portable.hh"
@@ -185,10 +186,20 @@ void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const u
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
                    Buffer* mask = nullptr, const Prediction& prediction = {}, const uint32_t* data_bits = nullptr);
+// A GPU decode's checks of its outlier stream, made on the device (core/device_checks.hh): a
+// stream that fails one sets its word and decodes as far as is safe (no outliers when its
+// counts fail; keys that name no point of their tile ignored).
+struct OutlierChecks {
+  uint32_t* counts;       // the CPU's "outlier counts"
+  uint32_t* size;         // "outlier stream size"
+  uint32_t* escape_keys;  // "escape outlier keys"
+  uint32_t* exact_keys;   // "exact outlier keys"
+};
+OutlierChecks outlier_checks(StepChecks& checks);
 void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
-                 DType type, const Dims& dims, const Quantization& quant, void* field, cudaStream_t stream,
-                 const uint8_t* mask = nullptr, uint64_t mask_size = 0, const MissingValues& missing = {},
-                 bool data_only = true, const Prediction& prediction = {});
+                 DType type, const Dims& dims, const Quantization& quant, void* field, const OutlierChecks& checks,
+                 cudaStream_t stream, const uint8_t* mask = nullptr, uint64_t mask_size = 0,
+                 const MissingValues& missing = {}, bool data_only = true, const Prediction& prediction = {});
 
 #ifdef FZG_HAVE_CUDA
 // Device coding by tile rows (encode_cuda and decode_cuda run all rows of their field). A
@@ -250,11 +261,12 @@ class DeviceEncoder {
 
 class DeviceDecoder {
  public:
-  // Validates the (device) outlier stream and finds each tile's outliers: one synchronization
-  // when there are outliers, one to read their counts.
+  // Finds each tile's outliers in the (device) outlier stream and checks it there, without a
+  // synchronization (`checks`). With fill values the mask is read and checked at once (two).
   DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
-                const Quantization& quant, cudaStream_t stream, const uint8_t* mask = nullptr,
-                uint64_t mask_size = 0, const MissingValues& missing = {}, Axes axes = 0);
+                const Quantization& quant, const OutlierChecks& checks, cudaStream_t stream,
+                const uint8_t* mask = nullptr, uint64_t mask_size = 0, const MissingValues& missing = {},
+                Axes axes = 0);
   // Writes point i at [i - field_first] of `field` (a window of the output, or all of it).
   void decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first, void* field,
                    uint64_t field_first = 0);
@@ -273,8 +285,9 @@ class DeviceDecoder {
   Axes axes_;
   void index_mask(const uint8_t* mask, uint64_t mask_size);
   MissingValues missing_;
-  OutlierView view_;
-  Buffer starts_;      // per tile: where its escapes, then its exacts, start
+  const uint8_t* outliers_ = nullptr;  // the outlier stream (device)
+  uint64_t outliers_size_ = 0;         // 16: the stream holds its counts alone
+  Buffer index_;       // its checked counts, then with outliers per tile where its escapes, then its exacts, start
   Buffer mask_runs_;   // with fill values: the runs, aligned
   Buffer mask_index_;  // run starts, a check flag, the repeat runs' count, then each tile's first run
   Buffer mask_sources_;  // with repeat runs: the tile whose runs each tile reads
