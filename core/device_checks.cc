@@ -1,5 +1,7 @@
 #include "core/device_checks.hh"
 
+#include <cstring>
+
 #include "core/error.hh"
 
 namespace fzg {
@@ -20,13 +22,25 @@ uint32_t* DeviceChecks::word(const std::string& what) {
   return words_.as<uint32_t>() + i;
 }
 
+void DeviceChecks::read_back_later() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  queued_words_ = names_.size();
+  if (queued_words_) queued_ = std::make_unique<QueuedReadBack>(words_.data(), queued_words_ * sizeof(uint32_t), stream_);
+}
+
 void DeviceChecks::finish() {
   std::vector<uint32_t> failed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     failed.resize(names_.size());
   }
-  copy_bytes(failed.data(), Location::host, words_.data(), Location::device, failed.size() * sizeof(uint32_t), stream_);
+  if (queued_ && queued_words_ == failed.size()) {
+    std::memcpy(failed.data(), queued_->wait(), failed.size() * sizeof(uint32_t));
+    queued_.reset();
+  } else {
+    copy_bytes(failed.data(), Location::host, words_.data(), Location::device, failed.size() * sizeof(uint32_t),
+               stream_);
+  }
   for (size_t i = 0; i < failed.size(); ++i)
     if (failed[i]) require_data(false, names_[i].c_str());
 }

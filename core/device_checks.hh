@@ -24,8 +24,12 @@ class DeviceChecks {
   // The device word of the check `what` (the same word for the same text, from any thread):
   // a kernel writes a non-zero value there when the data fails the check.
   uint32_t* word(const std::string& what);
-  // Waits for the work queued on the stream so far; throws corrupt_data naming the first
-  // check that failed.
+  // Queues the words' copy to the host after the work queued on the stream so far, for a
+  // finish() after the caller's own wait for that stream (the stream checksums'): then the
+  // call waits once, not twice.
+  void read_back_later();
+  // Waits for the work queued on the stream so far (or for read_back_later()'s copy); throws
+  // corrupt_data naming the first check that failed.
   void finish();
 
  private:
@@ -34,6 +38,8 @@ class DeviceChecks {
   Buffer words_;
   std::mutex mutex_;
   std::vector<std::string> names_;
+  std::unique_ptr<QueuedReadBack> queued_;
+  size_t queued_words_ = 0;
 };
 
 // The checks one GPU decode step uses: the call's (the executor's, read back at its end), or,

@@ -336,6 +336,14 @@ void StagedDownload::add(void*, const void*, size_t) {
   fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
 }
 void StagedDownload::finish() {}
+
+// QueuedReadBack is device_memory.cu's; without CUDA there is nothing to read back.
+struct QueuedReadBack::State {};
+QueuedReadBack::QueuedReadBack(const void*, size_t, cudaStream_t) {
+  fail(ErrorCode::unsupported, "this build of fzg has no CUDA backend");
+}
+QueuedReadBack::~QueuedReadBack() = default;
+const void* QueuedReadBack::wait() { return nullptr; }
 #endif
 
 void synchronize(cudaStream_t stream) {

@@ -91,8 +91,8 @@ void zero_bytes(void* dst, Location where, size_t size_bytes, cudaStream_t strea
 // Up to 64 KiB of device bytes copied to the host once the work queued before it on `stream`
 // is done, read later: wait() returns them when they have landed, which costs no wait when
 // the host has waited for that stream since. The copy goes to page-locked memory, so the
-// host queues more work meanwhile (into pageable memory the copy itself would wait). Defined
-// in CUDA builds.
+// host queues more work meanwhile (into pageable memory the copy itself would wait). Without
+// CUDA, making one fails.
 class QueuedReadBack {
  public:
   QueuedReadBack(const void* device_src, size_t size_bytes, cudaStream_t stream);

@@ -61,7 +61,7 @@ TEST(DeferredBuffer, StaysDeferredWhenMakingThrows) {
   EXPECT_EQ(calls, 2);
 }
 
-#ifdef FZG_HAVE_CUDA  // QueuedReadBack is defined in CUDA builds only
+#ifdef FZG_HAVE_CUDA  // QueuedReadBack reads back in CUDA builds only
 // The bytes read back are those the device held when the read-back was queued, even when work
 // queued after it rewrites them before the host asks.
 TEST(QueuedReadBack, ReadsTheBytesAsTheyWereWhenQueued) {

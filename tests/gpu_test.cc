@@ -240,6 +240,14 @@ TEST(Gpu, DeviceChecksNameTheFirstCheckThatFailed) {
   StepChecks alone(nullptr, nullptr);
   copy_bytes(alone.word("keys"), Location::device, &one, Location::host, sizeof one, nullptr);
   EXPECT_THROW(alone.finish(), Error);
+  // Read back beside another wait: the words as they were when queued.
+  DeviceChecks later(nullptr);
+  uint32_t* word = later.word("later");
+  later.read_back_later();
+  copy_bytes(word, Location::device, &one, Location::host, sizeof one, nullptr);
+  EXPECT_NO_THROW(later.finish());
+  later.read_back_later();
+  EXPECT_THROW(later.finish(), Error);
 }
 
 // A file whose stream is damaged and whose checksums are then made right again (so that only

@@ -6,15 +6,17 @@
 // (flag word present, popcount) pairs places everything; `place_kernel` writes the flag word
 // and non-zero blocks of each non-empty group (reads only the non-zero part again) and
 // `group_bits_kernel` packs one bit per group.
-// Decode: a scan over the group bits finds each group's flag word, `resolve_groups_kernel`
-// copies it into a dense per-group array (checking it), a scan over the popcounts gives each
-// group's first block, and a one-thread kernel checks the totals against the stream's size
-// (on the device: see core/device_checks.hh); one warp per group then writes its blocks or zeros.
+// Decode: one pass (plan_kernel) finds each group's flag word and first block and checks the
+// stream as the CPU does, on the device (core/device_checks.hh); one warp per group then
+// writes its blocks or zeros.
+#include <cub/block/block_scan.cuh>
+
 #include "core/error.hh"
 #include "lossless/zeroblock/zeroblock_plan.cuh"
 #include "runtime/cuda_check.cuh"
 #include "runtime/device_words.cuh"
 #include "runtime/launch.cuh"
+#include "varlen/lookback.cuh"
 #include "varlen/scan.cuh"
 
 namespace fzg::zeroblock {
@@ -80,52 +82,126 @@ struct GroupTerm {
   }
 };
 
-struct GroupBit {
-  const uint32_t* bits;
-  uint64_t groups;
-  __device__ uint64_t operator()(uint64_t g) const { return g < groups ? (bits[g / 32] >> (g % 32) & 1u) : 0u; }
+// Decode's plan, one pass (decoupled look-back, varlen/lookback.cuh): a block takes the next
+// chunk of 256 group-bit words (8192 groups), a thread a word. Where the chunk's flag words
+// start is the look-back over the set group bits before it; its warps then fetch each group's
+// flag word into a dense per-group array (a lane a group: coalesced), with the checks the CPU
+// makes (a set group bit past G, a flag word past the stream, an empty flag word, a flag past
+// the last block); where its blocks start is a second look-back, over the flags' popcounts,
+// and each group's first block follows. The last chunk checks the totals against the stream's
+// size and says where the blocks lie (placement). Two launches (a memset and this) in place of
+// two device-wide scans, a check kernel and a placement kernel, whose dispatches took ~50 us of
+// host time in a 2D field's decompress call.
+constexpr uint32_t plan_threads = 256, plan_warps = plan_threads / 32;
+using PlanLookBack = varlen::LookBack<1>;
+
+struct PlanTargets {
+  PlanLookBack flags, blocks;  // look-backs over flag words and over blocks
+  unsigned long long* bad;     // set by a chunk that fails a check, before it publishes its blocks
+  uint64_t* placement;         // StreamView::placement
+  uint32_t* group_flags;
+  uint64_t* block_index;
 };
 
-struct DensePopCount {
-  const uint32_t* group_flags;
-  uint64_t groups;
-  __device__ uint64_t operator()(uint64_t g) const { return g < groups ? __popc(group_flags[g]) : 0u; }
-};
-
-// Decode step 2: each group's flag word, fetched once into a dense array, with the checks the
-// CPU makes too (a set group bit past G, a flag word past the stream, an empty flag word, a flag
-// past the last block). Thread 0 also copies the count of set groups beside the totals.
-__global__ void resolve_groups_kernel(const uint32_t* group_bits, const uint32_t* block_flags,
-                                      const uint64_t* flag_index, uint64_t groups, uint64_t blocks, uint64_t available,
-                                      uint32_t* group_flags, uint64_t* totals) {
-  const uint64_t first = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
-  if (first == 0) {
-    totals[2] = flag_index[groups];
-    if (groups % 32 && (group_bits[(groups - 1) / 32] >> (groups % 32)) != 0) totals[1] = 1;
-  }
-  for (uint64_t g = first; g < groups; g += uint64_t(gridDim.x) * blockDim.x) {
-    uint32_t flags = 0;
-    if (group_bits[g / 32] >> (g % 32) & 1u) {
-      const uint64_t slot = flag_index[g];
-      flags = slot < available ? block_flags[slot] : 0u;
-      const uint64_t valid = blocks - g * blocks_per_group;
-      if (flags == 0 || (valid < blocks_per_group && (flags >> valid) != 0)) totals[1] = 1;
+__global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __restrict__ group_bits,
+                                                            const uint32_t* __restrict__ block_flags, uint64_t groups,
+                                                            uint64_t blocks, uint64_t available, uint32_t block_words,
+                                                            uint64_t chunks, PlanTargets out, Checks checks) {
+  using Scan = cub::BlockScan<uint32_t, plan_threads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ uint64_t chunk_flags, chunk_blocks;  // where the chunk's flag words and blocks start
+  __shared__ uint32_t warp_blocks[plan_warps];
+  __shared__ uint64_t chunk;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint64_t words = (groups + 31) / 32;
+  for (;;) {
+    if (threadIdx.x == 0) chunk = out.flags.claim(0);
+    __syncthreads();
+    const uint64_t c = chunk;
+    if (c >= chunks) return;  // uniform
+    const uint64_t word = c * plan_threads + threadIdx.x;
+    uint32_t bits = word < words ? group_bits[word] : 0u;
+    bool bad = false;
+    if (word == words - 1 && groups % 32) {  // bits past the last group
+      bad = (bits >> (groups % 32)) != 0;
+      bits &= (1u << (groups % 32)) - 1u;
     }
-    group_flags[g] = flags;
+    uint32_t flag_before, chunk_flag_words;
+    Scan(scan).ExclusiveSum(uint32_t(__popc(bits)), flag_before, chunk_flag_words);
+    if (warp == 0) {
+      if (lane == 0 && c > 0) out.flags.publish_aggregate(c, {chunk_flag_words});
+      const uint64_t before = out.flags.exclusive_prefix(c).v[0];
+      if (lane == 0) {
+        out.flags.publish_inclusive(c, {before + chunk_flag_words});
+        chunk_flags = before;
+      }
+    }
+    __syncthreads();
+    // Each group's flag word, a warp's 32 words one after another, a lane a group.
+    uint64_t first_flag = chunk_flags + flag_before;
+    uint32_t blocks_here = 0;
+    for (uint32_t k = 0; k < 32; ++k) {
+      const uint32_t w = __shfl_sync(0xffffffffu, bits, k);
+      const uint64_t base = __shfl_sync(0xffffffffu, first_flag, k);
+      const uint64_t g = (c * plan_threads + warp * 32 + k) * 32 + lane;
+      uint32_t flags = 0;
+      if (w >> lane & 1u) {
+        const uint64_t slot = base + __popc(w & ((1u << lane) - 1u));
+        flags = slot < available ? block_flags[slot] : 0u;
+        const uint64_t valid = blocks - g * blocks_per_group;
+        bad = bad || flags == 0 || (valid < blocks_per_group && (flags >> valid) != 0);
+      }
+      if (g < groups) out.group_flags[g] = flags;
+      blocks_here += __popc(flags);
+    }
+    blocks_here = __reduce_add_sync(0xffffffffu, blocks_here);
+    if (__any_sync(0xffffffffu, bad) && lane == 0) atomicOr(out.bad, 1ull);
+    if (lane == 0) warp_blocks[warp] = blocks_here;
+    __threadfence();  // a chunk's `bad` before its blocks' counts (the last chunk reads both)
+    __syncthreads();
+    if (warp == 0) {
+      uint32_t v = lane < plan_warps ? warp_blocks[lane] : 0u;
+#pragma unroll
+      for (uint32_t d = 1; d < plan_warps; d <<= 1) {
+        const uint32_t u = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= d) v += u;
+      }
+      const uint32_t total = __shfl_sync(0xffffffffu, v, plan_warps - 1);
+      if (lane < plan_warps) warp_blocks[lane] = v - warp_blocks[lane];  // exclusive
+      if (lane == 0 && c > 0) out.blocks.publish_aggregate(c, {total});
+      const uint64_t before = out.blocks.exclusive_prefix(c).v[0];
+      if (lane == 0) {
+        out.blocks.publish_inclusive(c, {before + total});
+        chunk_blocks = before;
+        if (c == chunks - 1) {  // every chunk before has published its blocks, and its `bad` before them
+          __threadfence();
+          const uint64_t flag_words = chunk_flags + chunk_flag_words, stored = (before + total) * block_words;
+          const bool flags_ok = *reinterpret_cast<volatile unsigned long long*>(out.bad) == 0 && flag_words <= available;
+          const bool size_ok = flags_ok && available - flag_words == stored;
+          out.placement[0] = size_ok ? flag_words : 0;  // from block_flags; StreamView adds the group bits
+          out.placement[1] = !size_ok;
+          if (!flags_ok) *checks.flags = 1;
+          else if (!size_ok) *checks.size = 1;
+        }
+      }
+    }
+    __syncthreads();
+    // Each group's first block.
+    uint64_t next = chunk_blocks + warp_blocks[warp];
+    for (uint32_t k = 0; k < 32; ++k) {
+      const uint64_t g = (c * plan_threads + warp * 32 + k) * 32 + lane;
+      const uint32_t count = g < groups ? __popc(out.group_flags[g]) : 0u;  // this lane's own write
+      uint32_t inclusive = count;
+#pragma unroll
+      for (uint32_t d = 1; d < 32; d <<= 1) {
+        const uint32_t u = __shfl_up_sync(0xffffffffu, inclusive, d);
+        if (lane >= d) inclusive += u;
+      }
+      if (g < groups) out.block_index[g] = next + inclusive - count;
+      next += __shfl_sync(0xffffffffu, inclusive, 31);
+    }
+    __syncthreads();  // `chunk` and the shared offsets are rewritten for the next chunk
   }
-}
-
-// Decode step 4, the checks the CPU makes of the totals (flags as the groups say, the stream
-// exactly flags + blocks), and where the blocks lie (see BlockWords).
-__global__ void place_blocks_kernel(const uint64_t* totals, uint64_t group_flag_words, uint64_t available,
-                                    uint32_t block_words, uint64_t* placement, Checks checks) {
-  const uint64_t blocks = totals[0], bad = totals[1], flag_words = totals[2];
-  const bool flags_ok = bad == 0 && flag_words <= available;
-  const bool size_ok = flags_ok && available - flag_words == blocks * block_words;
-  placement[0] = size_ok ? group_flag_words + flag_words : 0;
-  placement[1] = !size_ok;
-  if (!flags_ok) *checks.flags = 1;
-  else if (!size_ok) *checks.size = 1;
 }
 
 __global__ void __launch_bounds__(block_threads) expand_kernel(StreamView v, Shape s, uint8_t* __restrict__ output) {
@@ -167,24 +243,24 @@ DecodePlan plan_decode(const uint32_t* input, uint64_t input_bytes, const Layout
                        cudaStream_t stream) {
   require_data(input_bytes % 4 == 0 && input_bytes / 4 >= L.group_flag_words, "zero-block flags");
   const uint64_t available = input_bytes / 4 - L.group_flag_words;
-  const uint32_t* block_flags = input + L.group_flag_words;
+  const uint64_t chunks = (L.group_flag_words + plan_threads - 1) / plan_threads;
+  const uint64_t state = PlanLookBack::words(chunks);
   DecodePlan plan;
-  // flag_index[groups + 1] | block_index[groups + 1] | bad | set groups | placement[2] | group_flags[groups]
-  plan.scratch = Buffer::device((2 * (L.groups + 1) + 4) * sizeof(uint64_t) + L.groups * sizeof(uint32_t), stream);
-  uint64_t* flag_index = plan.scratch.as<uint64_t>();
-  uint64_t* block_index = flag_index + L.groups + 1;
-  uint64_t* totals = block_index + L.groups;  // [0] blocks (the scan's total), [1] bad, [2] set groups
-  uint64_t* placement = totals + 3;
-  auto* group_flags = reinterpret_cast<uint32_t*>(placement + 2);
-  varlen::exclusive_scan(GroupBit{input, L.groups}, L.groups, flag_index, uint64_t(0), varlen::Plus{}, stream);
-  FZG_CUDA_CHECK(cudaMemsetAsync(totals + 1, 0, sizeof(uint64_t), stream));
-  resolve_groups_kernel<<<grid_for(L.groups, 256), 256, 0, stream>>>(input, block_flags, flag_index, L.groups, L.blocks,
-                                                                      available, group_flags, totals);
+  // [flags look-back | blocks look-back | bad] (zeroed) | placement[2] | block_index[groups] | group_flags[groups]
+  plan.scratch = Buffer::device((2 * state + 3 + L.groups) * sizeof(uint64_t) + L.groups * sizeof(uint32_t), stream);
+  auto* words = plan.scratch.as<unsigned long long>();
+  FZG_CUDA_CHECK(cudaMemsetAsync(words, 0, (2 * state + 1) * sizeof(uint64_t), stream));
+  PlanTargets out;
+  out.flags = PlanLookBack::at(words, chunks);
+  out.blocks = PlanLookBack::at(words + state, chunks);
+  out.bad = words + 2 * state;
+  out.placement = reinterpret_cast<uint64_t*>(out.bad + 1);
+  out.block_index = out.placement + 2;
+  out.group_flags = reinterpret_cast<uint32_t*>(out.block_index + L.groups);
+  plan_kernel<<<resident_grid(plan_kernel, plan_threads, chunks, 1), plan_threads, 0, stream>>>(
+      input, input + L.group_flag_words, L.groups, L.blocks, available, L.block_words, chunks, out, checks);
   FZG_CUDA_CHECK_LAUNCH();
-  varlen::exclusive_scan(DensePopCount{group_flags, L.groups}, L.groups, block_index, uint64_t(0), varlen::Plus{}, stream);
-  place_blocks_kernel<<<1, 1, 0, stream>>>(totals, L.group_flag_words, available, L.block_words, placement, checks);
-  FZG_CUDA_CHECK_LAUNCH();
-  plan.view = {group_flags, block_index, input, placement};
+  plan.view = {out.group_flags, out.block_index, input + L.group_flag_words, out.placement};
   return plan;
 }
 

@@ -25,18 +25,18 @@ struct BlockWords {
 
 // Decode: a parsed stream, resolved to one flag word and one block offset per group so that
 // expanding a group takes two independent loads, not a chain of four. Its checks run on the
-// device: `placement` (device memory) says where the blocks start in the stream, and whether
-// the stream failed them.
+// device: `placement` (device memory) says where the blocks start, and whether the stream
+// failed them.
 struct StreamView {
   const uint32_t* group_flags;  // per group: its block flags, 0 for an empty group
   const uint64_t* block_index;  // per group: its first block's slot
-  const uint32_t* stream;       // the whole stream: group bits, flag words, blocks
-  const uint64_t* placement;    // [the blocks' first word in the stream, 1 when the stream failed its checks]
+  const uint32_t* block_flags;  // the stream's flag words, its blocks after them
+  const uint64_t* placement;    // [the blocks' first word after block_flags, 1 when the stream failed its checks]
 
   __device__ uint32_t flags_of(uint64_t g) const { return group_flags[g]; }
   __device__ uint64_t first_block(uint64_t g) const { return block_index[g]; }
   // Read once by a kernel: the same for every thread.
-  __device__ BlockWords blocks() const { return {stream + placement[0], placement[1] != 0}; }
+  __device__ BlockWords blocks() const { return {block_flags + placement[0], placement[1] != 0}; }
 };
 
 struct DecodePlan {
