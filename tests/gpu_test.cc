@@ -250,94 +250,6 @@ TEST(Gpu, DeviceChecksNameTheFirstCheckThatFailed) {
   EXPECT_THROW(later.finish(), Error);
 }
 
-// A file whose stream is damaged and whose checksums are then made right again (so that only
-// the decoders' own checks stand between it and the output): the GPU, which checks on the
-// device and reads the verdict back at the call's end, rejects exactly what the CPU rejects,
-// with the CPU's message, and decodes the rest to the CPU's bytes.
-TEST(Gpu, StreamsWithRepairedChecksumsGetTheCpusVerdict) {
-  FZG_REQUIRE_GPU();
-  const Dims d = Dims::make({70, 33, 9});
-  std::vector<float> values = testing::make_values<float>(testing::Hazard::spikes, d.count());
-  for (uint64_t i = 0; i < values.size(); i += 997) values[i] = std::numeric_limits<float>::quiet_NaN();
-  const Buffer field = testing::host_buffer(values);
-  CompressOptions options;
-  options.bound = {ErrorMode::rel, 1e-6};  // spikes beyond the codes' reach: escapes
-  const Buffer file = compress(Graph::default_fz(), {field.data(), Location::host, DType::f32, d}, options);
-  const Container original = read_metadata(file.data(), file.size(), file.size());
-  ASSERT_EQ(original.chunks.size(), 1u);
-  ASSERT_EQ(original.chunks[0].streams.size(), 2u);  // pack.out, predict.outliers
-  const uint64_t pack_at = original.chunks[0].stream_offsets[0], outliers_at = original.chunks[0].stream_offsets[1];
-  uint64_t escapes = 0, exacts = 0;
-  std::memcpy(&escapes, file.data() + outliers_at, 8);
-  std::memcpy(&exacts, file.data() + outliers_at + 8, 8);
-  ASSERT_GE(escapes, 2u);
-  ASSERT_GE(exacts, 1u);
-  const uint64_t escape_keys = outliers_at + 16, exact_keys = escape_keys + 8 * escapes;
-
-  // The file with `edit` applied to its bytes and every stream checksum (and so the header's)
-  // recomputed.
-  auto resealed = [&](const std::function<void(uint8_t*)>& edit) {
-    Buffer bad = Buffer::host(file.size());
-    std::memcpy(bad.data(), file.data(), file.size());
-    edit(bad.data());
-    Container c = original;
-    for (size_t s = 0; s < c.chunks[0].streams.size(); ++s)
-      c.chunks[0].streams[s].checksum =
-          checksum_host(bad.data() + c.chunks[0].stream_offsets[s], c.chunks[0].streams[s].size);
-    const std::vector<uint8_t> metadata = write_metadata(c);
-    EXPECT_EQ(metadata.size(), original.metadata_bytes);
-    std::memcpy(bad.data(), metadata.data(), metadata.size());
-    return bad;
-  };
-  auto put = [](uint8_t* at, uint64_t value) { std::memcpy(at, &value, 8); };
-  // The outlier stream's edits are all damage the CPU rejects; a zero-block stream may hold
-  // another valid stream after an edit (its flags and blocks are data too).
-  const std::vector<std::pair<std::string, std::function<void(uint8_t*)>>> edits = {
-      {"intact", [](uint8_t*) {}},
-      {"one escape more than the stream holds", [&](uint8_t* f) { put(f + outliers_at, escapes + 1); }},
-      {"a count no stream could hold", [&](uint8_t* f) { put(f + outliers_at + 8, uint64_t(1) << 60); }},
-      {"escape keys out of order",
-       [&](uint8_t* f) {
-         uint64_t first, second;
-         std::memcpy(&first, f + escape_keys, 8);
-         std::memcpy(&second, f + escape_keys + 8, 8);
-         put(f + escape_keys, second), put(f + escape_keys + 8, first);
-       }},
-      {"an exact key past the field", [&](uint8_t* f) { put(f + exact_keys + 8 * (exacts - 1), d.count() * 4); }},
-      {"a group bit cleared", [&](uint8_t* f) { f[pack_at] ^= 1; }},
-      {"a group bit set", [&](uint8_t* f) { f[pack_at + 3] ^= 0x80; }},
-      {"a flag word cleared", [&](uint8_t* f) {
-         const zeroblock::Layout layout(original.chunks[0].stages.at(2).input_sizes.at(0), 1);
-         std::memset(f + pack_at + 4 * layout.group_flag_words, 0, 4);
-       }},
-  };
-  DecompressOptions cpu, gpu;
-  gpu.device = Device::cuda;
-  auto verdict = [](const Buffer& f, const DecompressOptions& o, std::vector<uint8_t>& decoded) -> std::string {
-    try {
-      const Decompressed out = decompress(f, o);
-      const Buffer host = to_host(out.data, nullptr);
-      decoded.assign(host.data(), host.data() + host.size());
-      return "decoded";
-    } catch (const Error& e) {
-      return std::string(to_string(e.code())) + ": " + e.what();
-    }
-  };
-  for (const auto& [what, edit] : edits) {
-    SCOPED_TRACE(what);
-    const Buffer bad = resealed(edit);
-    std::vector<uint8_t> on_cpu, on_gpu, from_device;
-    const std::string expected = verdict(bad, cpu, on_cpu);
-    if (what == "intact" || what.find("key") != std::string::npos || what.find("count") != std::string::npos ||
-        what.find("escape more") != std::string::npos)
-      EXPECT_EQ(expected == "decoded", what == "intact") << expected;
-    EXPECT_EQ(verdict(bad, gpu, on_gpu), expected);
-    EXPECT_EQ(verdict(to_device(bad, nullptr), gpu, from_device), expected);
-    EXPECT_EQ(on_gpu, on_cpu);
-    EXPECT_EQ(from_device, on_cpu);
-  }
-}
-
 #ifdef FZG_HAVE_CUDA
 // A file compressed into device memory (streams copied into place with their checksums summed
 // on the way) is the CPU's file byte for byte, also on a stream the caller made and for
@@ -492,6 +404,155 @@ CpuReference cpu_reference(const Graph& graph, const FieldRef& field) {
   r.file = compress(graph, field, on_cpu);
   r.field = decompress(r.file, {});
   return r;
+}
+
+// Damage that checksums cannot see: `file` with `edit` applied to its bytes and every stream
+// checksum (and so the header's) computed again, so that only the decoders' own checks stand
+// between it and an output.
+Buffer resealed(const Buffer& file, const std::function<void(uint8_t*)>& edit) {
+  Container c = read_metadata(file.data(), file.size(), file.size());
+  Buffer bad = Buffer::host(file.size());
+  std::memcpy(bad.data(), file.data(), file.size());
+  edit(bad.data());
+  for (auto& chunk : c.chunks)
+    for (size_t s = 0; s < chunk.streams.size(); ++s)
+      chunk.streams[s].checksum = checksum_host(bad.data() + chunk.stream_offsets[s], chunk.streams[s].size);
+  const std::vector<uint8_t> metadata = write_metadata(c);
+  EXPECT_EQ(metadata.size(), c.metadata_bytes);
+  std::memcpy(bad.data(), metadata.data(), metadata.size());
+  return bad;
+}
+
+// "decoded" (the field in `decoded`), or the error's code and message.
+std::string verdict(const Buffer& file, const DecompressOptions& options, std::vector<uint8_t>& decoded) {
+  try {
+    const Decompressed out = decompress(file, options);
+    const Buffer host = to_host(out.data, nullptr);
+    decoded.assign(host.data(), host.data() + host.size());
+    return "decoded";
+  } catch (const Error& e) {
+    return std::string(to_string(e.code())) + ": " + e.what();
+  }
+}
+
+// The GPU, which checks on the device and reads the verdict back at the call's end, rejects
+// exactly what the CPU rejects, with the CPU's message, and decodes the rest to the CPU's
+// bytes (from host and from device memory). Returns the CPU's verdict.
+std::string expect_the_cpus_verdict(const Buffer& file) {
+  DecompressOptions cpu, gpu;
+  gpu.device = Device::cuda;
+  std::vector<uint8_t> on_cpu, on_gpu, from_device;
+  const std::string expected = verdict(file, cpu, on_cpu);
+  EXPECT_EQ(verdict(file, gpu, on_gpu), expected);
+  EXPECT_EQ(verdict(to_device(file, nullptr), gpu, from_device), expected);
+  EXPECT_EQ(on_gpu, on_cpu);
+  EXPECT_EQ(from_device, on_cpu);
+  return expected;
+}
+
+void put_word(uint8_t* at, uint64_t value) { std::memcpy(at, &value, 8); }
+
+// Outlier streams: counts that do not fit the stream, keys out of order or past the field.
+TEST(Gpu, DamagedOutlierStreamsGetTheCpusVerdict) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({70, 33, 9});
+  std::vector<float> values = testing::make_values<float>(testing::Hazard::spikes, d.count());
+  for (uint64_t i = 0; i < values.size(); i += 997) values[i] = std::numeric_limits<float>::quiet_NaN();
+  const Buffer field = testing::host_buffer(values);
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-6};  // spikes beyond the codes' reach: escapes
+  const Buffer file = compress(Graph::default_fz(), {field.data(), Location::host, DType::f32, d}, options);
+  const Container c = read_metadata(file.data(), file.size(), file.size());
+  ASSERT_EQ(c.chunks.size(), 1u);
+  ASSERT_EQ(c.chunks[0].streams.size(), 2u);  // pack.out, predict.outliers
+  const uint64_t at = c.chunks[0].stream_offsets[1];
+  uint64_t escapes = 0, exacts = 0;
+  std::memcpy(&escapes, file.data() + at, 8);
+  std::memcpy(&exacts, file.data() + at + 8, 8);
+  ASSERT_GE(escapes, 2u);
+  ASSERT_GE(exacts, 1u);
+  const uint64_t escape_keys = at + 16, exact_keys = escape_keys + 8 * escapes;
+  const std::vector<std::pair<std::string, std::function<void(uint8_t*)>>> edits = {
+      {"one escape more than the stream holds", [&](uint8_t* f) { put_word(f + at, escapes + 1); }},
+      {"a count no stream could hold", [&](uint8_t* f) { put_word(f + at + 8, uint64_t(1) << 60); }},
+      {"escape keys out of order",
+       [&](uint8_t* f) {
+         uint64_t first, second;
+         std::memcpy(&first, f + escape_keys, 8);
+         std::memcpy(&second, f + escape_keys + 8, 8);
+         put_word(f + escape_keys, second), put_word(f + escape_keys + 8, first);
+       }},
+      {"an exact key past the field", [&](uint8_t* f) { put_word(f + exact_keys + 8 * (exacts - 1), d.count() * 4); }},
+  };
+  EXPECT_EQ(expect_the_cpus_verdict(resealed(file, [](uint8_t*) {})), "decoded");
+  for (const auto& [what, edit] : edits) {
+    SCOPED_TRACE(what);
+    EXPECT_NE(expect_the_cpus_verdict(resealed(file, edit)), "decoded");
+  }
+}
+
+// Zero-block streams (the shuffle-pack composite's): group bits and flag words that do not
+// match the stream.
+TEST(Gpu, DamagedZeroBlockStreamsGetTheCpusVerdict) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({500, 300, 2});
+  const Buffer field = testing::host_buffer(testing::make_values<float>(testing::Hazard::smooth, d.count()));
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-3};
+  const Buffer file = compress(Graph::default_fz(), {field.data(), Location::host, DType::f32, d}, options);
+  const Container c = read_metadata(file.data(), file.size(), file.size());
+  ASSERT_EQ(c.chunks.size(), 1u);
+  ASSERT_FALSE(c.chunks[0].stages.at(2).raw);  // coded: its flags mean something
+  const uint64_t at = c.chunks[0].stream_offsets[0];
+  const zeroblock::Layout layout(c.chunks[0].stages.at(2).input_sizes.at(0), 1);
+  ASSERT_GE(layout.groups, 64u);
+  const uint64_t flags_at = at + 4 * layout.group_flag_words;
+  const std::vector<std::pair<std::string, std::function<void(uint8_t*)>>> edits = {
+      {"a group bit cleared", [&](uint8_t* f) { f[at] ^= 1; }},
+      {"group 31's bit toggled", [&](uint8_t* f) { f[at + 3] ^= 0x80; }},
+      {"a group bit past the last group",
+       [&](uint8_t* f) { f[at + 4 * layout.group_flag_words - 1] |= 0x80; }},
+      {"a flag word cleared", [&](uint8_t* f) { std::memset(f + flags_at, 0, 4); }},
+      {"two flag words swapped",
+       [&](uint8_t* f) {
+         uint32_t a, b;
+         std::memcpy(&a, f + flags_at, 4), std::memcpy(&b, f + flags_at + 4, 4);
+         std::memcpy(f + flags_at, &b, 4), std::memcpy(f + flags_at + 4, &a, 4);
+       }},
+  };
+  EXPECT_EQ(expect_the_cpus_verdict(resealed(file, [](uint8_t*) {})), "decoded");
+  for (const auto& [what, edit] : edits) {
+    SCOPED_TRACE(what);
+    const std::string v = expect_the_cpus_verdict(resealed(file, edit));
+    if (what != "two flag words swapped") {  // (a swap may still add up)
+      EXPECT_NE(v, "decoded");
+    }
+  }
+}
+
+// Many chunks decoded in lanes, one chunk's outlier keys damaged: each chunk's kernels act on
+// their own stream's verdict, never on another lane's, and the call gives the CPU's error.
+TEST(Gpu, OneChunksDamagedKeysFailTheCallAsOnTheCpu) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({64, 64, 64});
+  std::vector<float> values = testing::make_values<float>(testing::Hazard::spikes, d.count());
+  const Buffer field = testing::host_buffer(values);
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-6};
+  const Buffer file = compress(chunked_fz(64 * 64 * 8), {field.data(), Location::host, DType::f32, d}, options);
+  const Container c = read_metadata(file.data(), file.size(), file.size());
+  ASSERT_GE(c.chunks.size(), 4u);
+  for (uint64_t damaged : {uint64_t(0), uint64_t(c.chunks.size() / 2), uint64_t(c.chunks.size() - 1)}) {
+    SCOPED_TRACE("chunk " + std::to_string(damaged));
+    const uint64_t at = c.chunks[damaged].stream_offsets[1];
+    uint64_t escapes = 0;
+    std::memcpy(&escapes, file.data() + at, 8);
+    ASSERT_GE(escapes, 2u);
+    const std::string v = expect_the_cpus_verdict(resealed(file, [&](uint8_t* f) {
+      put_word(f + at + 16, uint64_t(1) << 40);  // the first escape's key past the field
+    }));
+    EXPECT_NE(v.find("escape outlier keys"), std::string::npos) << v;
+  }
 }
 
 CompressOptions gpu_rel_1em3() {

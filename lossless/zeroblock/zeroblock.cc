@@ -71,7 +71,8 @@ class ZeroBlockStage final : public Stage {
 
 // The CPU's messages for the same failures (zeroblock_cpu.cc).
 zeroblock::Checks zeroblock::device_checks(StepChecks& checks) {
-  return {checks.word("zero-block block flags"), checks.word("zero-block stream size")};
+  return {checks.word("zero-block group flags"), checks.word("zero-block block flags"),
+          checks.word("zero-block empty group"), checks.word("zero-block stream size")};
 }
 
 std::unique_ptr<Stage> make_zeroblock_stage(const nlohmann::json& params) {

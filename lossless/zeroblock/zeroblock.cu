@@ -93,11 +93,12 @@ struct GroupTerm {
 // two device-wide scans, a check kernel and a placement kernel, whose dispatches took ~50 us of
 // host time in a 2D field's decompress call.
 constexpr uint32_t plan_threads = 256, plan_warps = plan_threads / 32;
+enum Bad : uint32_t { bits_past_groups = 1, flag_past_stream = 2, empty_flags = 4 };
 using PlanLookBack = varlen::LookBack<1>;
 
 struct PlanTargets {
   PlanLookBack flags, blocks;  // look-backs over flag words and over blocks
-  unsigned long long* bad;     // set by a chunk that fails a check, before it publishes its blocks
+  unsigned long long* bad;     // the kinds of check a chunk failed (Bad), before it publishes its blocks
   uint64_t* placement;         // StreamView::placement
   uint32_t* group_flags;
   uint64_t* block_index;
@@ -121,9 +122,9 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
     if (c >= chunks) return;  // uniform
     const uint64_t word = c * plan_threads + threadIdx.x;
     uint32_t bits = word < words ? group_bits[word] : 0u;
-    bool bad = false;
+    uint32_t bad = 0;
     if (word == words - 1 && groups % 32) {  // bits past the last group
-      bad = (bits >> (groups % 32)) != 0;
+      bad = (bits >> (groups % 32)) != 0 ? bits_past_groups : 0u;
       bits &= (1u << (groups % 32)) - 1u;
     }
     uint32_t flag_before, chunk_flag_words;
@@ -137,25 +138,34 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
       }
     }
     __syncthreads();
-    // Each group's flag word, a warp's 32 words one after another, a lane a group.
-    uint64_t first_flag = chunk_flags + flag_before;
-    uint32_t blocks_here = 0;
+    // Each group's flag word, a warp's 32 words in turn, a lane a group; all 32 loads issued
+    // before the first is used (one at a time, each waited for, the plan took 35 us a chunk of
+    // 65 M values on an H100), and kept for the first blocks below.
+    const uint64_t first_flag = chunk_flags + flag_before;
+    const uint64_t group0 = (c * plan_threads + warp * 32) * 32 + lane;  // this lane's group of word 0
+    uint32_t flags[32];
+#pragma unroll
     for (uint32_t k = 0; k < 32; ++k) {
       const uint32_t w = __shfl_sync(0xffffffffu, bits, k);
-      const uint64_t base = __shfl_sync(0xffffffffu, first_flag, k);
-      const uint64_t g = (c * plan_threads + warp * 32 + k) * 32 + lane;
-      uint32_t flags = 0;
-      if (w >> lane & 1u) {
-        const uint64_t slot = base + __popc(w & ((1u << lane) - 1u));
-        flags = slot < available ? block_flags[slot] : 0u;
-        const uint64_t valid = blocks - g * blocks_per_group;
-        bad = bad || flags == 0 || (valid < blocks_per_group && (flags >> valid) != 0);
-      }
-      if (g < groups) out.group_flags[g] = flags;
-      blocks_here += __popc(flags);
+      const uint64_t slot = __shfl_sync(0xffffffffu, first_flag, k) + __popc(w & ((1u << lane) - 1u));
+      const bool set = w >> lane & 1u;
+      flags[k] = set && slot < available ? block_flags[slot] : 0u;
+      if (set && slot >= available) bad |= flag_past_stream;
+    }
+    uint32_t blocks_here = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < 32; ++k) {
+      const uint64_t g = group0 + 32 * k;
+      const bool set = __shfl_sync(0xffffffffu, bits, k) >> lane & 1u;
+      const uint64_t valid = blocks - g * blocks_per_group;
+      if (set && valid < blocks_per_group && (flags[k] >> valid) != 0) bad |= flag_past_stream;
+      else if (set && flags[k] == 0) bad |= empty_flags;
+      if (g < groups) out.group_flags[g] = flags[k];
+      blocks_here += __popc(flags[k]);
     }
     blocks_here = __reduce_add_sync(0xffffffffu, blocks_here);
-    if (__any_sync(0xffffffffu, bad) && lane == 0) atomicOr(out.bad, 1ull);
+    bad = __reduce_or_sync(0xffffffffu, bad);
+    if (bad && lane == 0) atomicOr(out.bad, static_cast<unsigned long long>(bad));
     if (lane == 0) warp_blocks[warp] = blocks_here;
     __threadfence();  // a chunk's `bad` before its blocks' counts (the last chunk reads both)
     __syncthreads();
@@ -171,16 +181,23 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
       if (lane == 0 && c > 0) out.blocks.publish_aggregate(c, {total});
       const uint64_t before = out.blocks.exclusive_prefix(c).v[0];
       if (lane == 0) {
+        // Fenced: the chunks before this one set their `bad` before publishing, and whoever
+        // reads this inclusive count then reads `bad` too.
+        __threadfence();
         out.blocks.publish_inclusive(c, {before + total});
         chunk_blocks = before;
         if (c == chunks - 1) {  // every chunk before has published its blocks, and its `bad` before them
           __threadfence();
           const uint64_t flag_words = chunk_flags + chunk_flag_words, stored = (before + total) * block_words;
-          const bool flags_ok = *reinterpret_cast<volatile unsigned long long*>(out.bad) == 0 && flag_words <= available;
+          const unsigned long long failed = *reinterpret_cast<volatile unsigned long long*>(out.bad);
+          const bool flags_ok = failed == 0 && flag_words <= available;
           const bool size_ok = flags_ok && available - flag_words == stored;
-          out.placement[0] = size_ok ? flag_words : 0;  // from block_flags; StreamView adds the group bits
+          out.placement[0] = size_ok ? flag_words : 0;
           out.placement[1] = !size_ok;
-          if (!flags_ok) *checks.flags = 1;
+          // The CPU's message where it checks first: the group bits, then each group's flags.
+          if (failed & bits_past_groups) *checks.group_flags = 1;
+          else if (failed & flag_past_stream || flag_words > available) *checks.flags = 1;
+          else if (failed & empty_flags) *checks.empty = 1;
           else if (!size_ok) *checks.size = 1;
         }
       }
@@ -188,9 +205,10 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
     __syncthreads();
     // Each group's first block.
     uint64_t next = chunk_blocks + warp_blocks[warp];
+#pragma unroll
     for (uint32_t k = 0; k < 32; ++k) {
-      const uint64_t g = (c * plan_threads + warp * 32 + k) * 32 + lane;
-      const uint32_t count = g < groups ? __popc(out.group_flags[g]) : 0u;  // this lane's own write
+      const uint64_t g = group0 + 32 * k;
+      const uint32_t count = __popc(flags[k]);  // 0 past the last group (its bit is masked off)
       uint32_t inclusive = count;
 #pragma unroll
       for (uint32_t d = 1; d < 32; d <<= 1) {
@@ -207,11 +225,11 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
 __global__ void __launch_bounds__(block_threads) expand_kernel(StreamView v, Shape s, uint8_t* __restrict__ output) {
   const uint32_t lane = threadIdx.x % 32;
   const BlockWords stored_words = v.blocks();
-  if (stored_words.failed) return;
+  const bool failed = stored_words.failed;  // then zeros (the call fails at its end)
   for (uint64_t g = global_warp(); g < s.groups; g += warp_count()) {
     const uint64_t block = g * blocks_per_group + lane;
     if (block >= s.blocks) continue;
-    const uint32_t group = v.flags_of(g);
+    const uint32_t group = failed ? 0u : v.flags_of(g);
     const bool stored = group >> lane & 1u;
     const uint64_t slot = stored ? v.first_block(g) + __popc(group & ((1u << lane) - 1u)) : 0;
     for (uint32_t w = 0; w < s.block_words; ++w) {

@@ -48,11 +48,13 @@ void decode_cpu(const uint32_t* input, uint64_t input_bytes, uint32_t block_word
 // CUDA backend (defined in CUDA builds): the same bytes.
 // Sizes the output exactly once the placement is known (no worst-case buffer on the device).
 Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, uint32_t block_words, cudaStream_t stream);
-// A GPU decode's checks of a stream's flag words and of its size (core/device_checks.hh): a
-// stream that fails one sets its word and decodes to zeros.
+// A GPU decode's checks of a stream (core/device_checks.hh), one word per message of the
+// CPU's: a stream that fails one sets its word and decodes to zeros.
 struct Checks {
-  uint32_t* flags;
-  uint32_t* size;
+  uint32_t* group_flags;  // a group bit set past the last group
+  uint32_t* flags;        // a flag word past the stream, or a flag past the last block
+  uint32_t* empty;        // a set group's flag word is 0
+  uint32_t* size;         // the stream is not exactly its flag words and blocks
 };
 Checks device_checks(StepChecks& checks);
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint32_t block_words, uint8_t* output,

@@ -14,9 +14,9 @@ GroupOffset plan_encode(const uint32_t* flags, uint64_t groups, GroupOffset* off
 void write_group_bits(const uint32_t* flags, uint64_t groups, uint32_t* bits, cudaStream_t stream);
 
 // A decode's stored blocks, from `words`, and whether the stream failed its checks: an expand
-// kernel then writes nothing at all (the call fails at its end), so that no read leaves the
-// stream whatever its flags claim. Checked once a kernel: a bound on each read kept the
-// compiler from issuing a warp's block loads together (the expand took 10-25 % longer).
+// kernel then reads no block and writes zeros (the call fails at its end), so that no read
+// leaves the stream whatever its flags claim. Checked once a kernel: a bound on each read kept
+// the compiler from issuing a warp's block loads together (the expand took 10-25 % longer).
 struct BlockWords {
   const uint32_t* words;
   bool failed;

@@ -916,6 +916,7 @@ struct OutlierSource {
   const uint64_t* exact_start;   // (empty ranges everywhere where the stream fails a check)
   uint32_t value_bytes;
   bool present;
+  uint32_t* keys_failed;  // this decoder's own verdict on its keys (check_outliers_kernel's)
 
   __device__ OutlierCounts counts() const { return *checked; }
   // The entries, for a kernel's rare tiles with outliers: a call, so that the loads and
@@ -1229,7 +1230,10 @@ __global__ void check_outliers_kernel(OutlierSource source, uint64_t size_bytes,
   auto check_keys = [&](const uint64_t* keys, uint64_t count, uint32_t* failed) {
     for (uint64_t i = first; i < count; i += stride) {
       uint64_t point;
-      if (!(point_of_key<TX, TY, TZ>(g, keys[i], point) && (i == 0 || keys[i] > keys[i - 1]))) *failed = 1;
+      if (!(point_of_key<TX, TY, TZ>(g, keys[i], point) && (i == 0 || keys[i] > keys[i - 1]))) {
+        *failed = 1;
+        *source.keys_failed = 1;
+      }
     }
   };
   check_keys(o.escape_keys, c.escapes, checks.escape_keys);
@@ -1237,11 +1241,13 @@ __global__ void check_outliers_kernel(OutlierSource source, uint64_t size_bytes,
 }
 
 // After check_outliers_kernel, where the stream has room for entries: each tile's first escape
-// and exact (a thread a tile boundary), or empty ranges everywhere where a key failed its
-// check (in this chunk or another: the call fails either way). The decode kernels then read
-// only keys of their own tile, and need no bound on any read or write.
-__global__ void outlier_starts_kernel(OutlierSource source, uint64_t tiles, uint64_t volume, OutlierChecks checks) {
-  const bool keys_ok = *checks.escape_keys == 0 && *checks.exact_keys == 0;
+// and exact (a thread a tile boundary), or empty ranges everywhere where one of this stream's
+// keys failed its check (the decoder's own word, final here: the call's words may still be set
+// by other chunks' kernels while this one runs, and a verdict read at different times by
+// different threads left ranges that crossed tiles). The decode kernels then read only keys of
+// their own tile, and need no bound on any read or write.
+__global__ void outlier_starts_kernel(OutlierSource source, uint64_t tiles, uint64_t volume) {
+  const bool keys_ok = *source.keys_failed == 0;
   const OutlierCounts c = keys_ok ? source.counts() : OutlierCounts{0, 0};
   const Outliers o = source.entries(c);
   auto* starts = const_cast<uint64_t*>(source.escape_start);
@@ -1799,6 +1805,7 @@ OutlierSource outlier_source(const uint8_t* stream, uint64_t stream_size, const 
   o.escape_start = o.present ? reinterpret_cast<const uint64_t*>(o.checked + 1) : nullptr;
   o.exact_start = o.present ? o.escape_start + tiles + 1 : nullptr;
   o.value_bytes = uint32_t(dtype_size(type));
+  o.keys_failed = reinterpret_cast<uint32_t*>(const_cast<uint8_t*>(index.data()) + index.size() - 8);
   return o;
 }
 }  // namespace
@@ -1817,7 +1824,8 @@ DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DT
   outliers_size_ = outliers_size;
   const bool present = outliers_size > 16;
   const uint64_t tiles = grid_.tile_count();
-  index_ = Buffer::device(sizeof(OutlierCounts) + (present ? 2 * (tiles + 1) * sizeof(uint64_t) : 0), stream);
+  index_ = Buffer::device(sizeof(OutlierCounts) + (present ? 2 * (tiles + 1) * sizeof(uint64_t) : 0) + 8, stream);
+  FZG_CUDA_CHECK(cudaMemsetAsync(index_.data() + index_.size() - 8, 0, 8, stream));  // keys_failed
   const OutlierSource source = outlier_source(outliers_, outliers_size_, index_, tiles, type);
   const Grid g = device_grid(grid_);
   with_shape(type, dims.rank, [&](auto, auto shape) {
@@ -1828,7 +1836,7 @@ DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DT
     FZG_CUDA_CHECK_LAUNCH();
   });
   if (!present) return;
-  outlier_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(source, tiles, grid_.tile.volume(), checks);
+  outlier_starts_kernel<<<grid_for(tiles + 1, 256), 256, 0, stream>>>(source, tiles, grid_.tile.volume());
   FZG_CUDA_CHECK_LAUNCH();
 }
 

@@ -287,7 +287,7 @@ class DeviceDecoder {
   MissingValues missing_;
   const uint8_t* outliers_ = nullptr;  // the outlier stream (device)
   uint64_t outliers_size_ = 0;         // 16: the stream holds its counts alone
-  Buffer index_;       // its checked counts, then with outliers per tile where its escapes, then its exacts, start
+  Buffer index_;       // its checked counts, with outliers per tile where its escapes, then its exacts, start; its keys' verdict
   Buffer mask_runs_;   // with fill values: the runs, aligned
   Buffer mask_index_;  // run starts, a check flag, the repeat runs' count, then each tile's first run
   Buffer mask_sources_;  // with repeat runs: the tile whose runs each tile reads
