@@ -237,6 +237,14 @@ TEST(Gpu, DeviceChecksNameTheFirstCheckThatFailed) {
     EXPECT_EQ(e.code(), ErrorCode::corrupt_data);
     EXPECT_NE(std::string(e.what()).find("keys"), std::string::npos) << e.what();
   }
+  // Two set: the first kind asked for is named.
+  copy_bytes(sizes, Location::device, &one, Location::host, sizeof one, nullptr);
+  try {
+    checks.finish();
+    ADD_FAILURE() << "set checks did not fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stream size"), std::string::npos) << e.what();
+  }
   StepChecks alone(nullptr, nullptr);
   copy_bytes(alone.word("keys"), Location::device, &one, Location::host, sizeof one, nullptr);
   EXPECT_THROW(alone.finish(), Error);
