@@ -20,6 +20,23 @@ __device__ __forceinline__ void store_word(uint8_t* bytes, uint64_t size_bytes, 
   for (uint64_t b = 4 * i; b < size_bytes && b < 4 * i + 4; ++b) bytes[b] = uint8_t(w >> (8 * (b - 4 * i)));
 }
 
+// Prefix sums across the calling warp's 32 lanes (every lane takes part): this lane's value
+// plus the values of the lanes below it, or without its own, with the warp's total.
+__device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v) {
+  const uint32_t lane = threadIdx.x % 32;
+#pragma unroll
+  for (uint32_t k = 1; k < 32; k *= 2) {
+    const uint32_t u = __shfl_up_sync(0xffffffffu, v, k);
+    if (lane >= k) v += u;
+  }
+  return v;
+}
+__device__ __forceinline__ uint32_t warp_exclusive_sum(uint32_t v, uint32_t& total) {
+  const uint32_t inclusive = warp_inclusive_sum(v);
+  total = __shfl_sync(0xffffffffu, inclusive, 31);
+  return inclusive - v;
+}
+
 // Global warp index and warp count of a grid-stride loop over warps.
 __device__ __forceinline__ uint64_t global_warp() { return (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; }
 __device__ __forceinline__ uint64_t warp_count() { return uint64_t(gridDim.x) * blockDim.x / 32; }

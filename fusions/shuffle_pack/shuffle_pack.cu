@@ -154,17 +154,13 @@ __global__ void __launch_bounds__(tile_block_threads) expand_kernel(zeroblock::S
                                                                     uint64_t tiles, uint8_t* __restrict__ output,
                                                                     uint64_t output_bytes) {
   const zeroblock::BlockWords blocks = v.blocks();
-  if (blocks.failed) {  // zeros (the call fails at its end); checked once, not per word
-    for_each_tile<tiles_per_pass>(
-        whole_tiles, tiles, [&](uint64_t, bool) { return 0u; },
-        [&](uint64_t t, uint32_t packed, bool whole) { bitshuffle::store_unshuffled(output, output_bytes, t, packed, whole); });
-    return;
-  }
-  for_each_tile<tiles_per_pass>(
-      whole_tiles, tiles, [&](uint64_t t, bool) { return stored_word(v, blocks, t); },
-      [&](uint64_t t, uint32_t packed, bool whole) {
-        bitshuffle::store_unshuffled(output, output_bytes, t, packed, whole);
-      });
+  auto store = [&](uint64_t t, uint32_t packed, bool whole) {
+    bitshuffle::store_unshuffled(output, output_bytes, t, packed, whole);
+  };
+  if (blocks.failed)  // zeros (the call fails at its end); checked once, not per word
+    for_each_tile<tiles_per_pass>(whole_tiles, tiles, [&](uint64_t, bool) { return 0u; }, store);
+  else
+    for_each_tile<tiles_per_pass>(whole_tiles, tiles, [&](uint64_t t, bool) { return stored_word(v, blocks, t); }, store);
 }
 
 }  // namespace

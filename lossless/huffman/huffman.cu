@@ -15,6 +15,7 @@
 #include "lossless/huffman/histogram.hh"
 #include "lossless/huffman/huffman.hh"
 #include "lossless/huffman/stored_book.hh"
+#include "runtime/device_words.cuh"
 #include "runtime/timer.hh"
 #include "varlen/chunked_stream.cuh"
 
@@ -27,18 +28,6 @@ namespace {
 __device__ __forceinline__ uint32_t load_u32(const uint8_t* p, bool aligned) {
   if (aligned) return *reinterpret_cast<const uint32_t*>(p);
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-}
-
-__device__ __forceinline__ uint32_t warp_exclusive_sum(uint32_t v, uint32_t& total) {
-  const uint32_t lane = threadIdx.x % 32;
-  uint32_t inclusive = v;
-#pragma unroll
-  for (uint32_t k = 1; k < 32; k *= 2) {
-    const uint32_t u = __shfl_up_sync(0xffffffffu, inclusive, k);
-    if (lane >= k) inclusive += u;
-  }
-  total = __shfl_sync(0xffffffffu, inclusive, 31);
-  return inclusive - v;
 }
 
 struct DeviceCoder {

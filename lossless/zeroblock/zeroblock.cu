@@ -170,14 +170,9 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
     __threadfence();  // a chunk's `bad` before its blocks' counts (the last chunk reads both)
     __syncthreads();
     if (warp == 0) {
-      uint32_t v = lane < plan_warps ? warp_blocks[lane] : 0u;
-#pragma unroll
-      for (uint32_t d = 1; d < plan_warps; d <<= 1) {
-        const uint32_t u = __shfl_up_sync(0xffffffffu, v, d);
-        if (lane >= d) v += u;
-      }
-      const uint32_t total = __shfl_sync(0xffffffffu, v, plan_warps - 1);
-      if (lane < plan_warps) warp_blocks[lane] = v - warp_blocks[lane];  // exclusive
+      uint32_t total;
+      const uint32_t before_warp = warp_exclusive_sum(lane < plan_warps ? warp_blocks[lane] : 0u, total);
+      if (lane < plan_warps) warp_blocks[lane] = before_warp;
       if (lane == 0 && c > 0) out.blocks.publish_aggregate(c, {total});
       const uint64_t before = out.blocks.exclusive_prefix(c).v[0];
       if (lane == 0) {
@@ -208,15 +203,10 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
 #pragma unroll
     for (uint32_t k = 0; k < 32; ++k) {
       const uint64_t g = group0 + 32 * k;
-      const uint32_t count = __popc(flags[k]);  // 0 past the last group (its bit is masked off)
-      uint32_t inclusive = count;
-#pragma unroll
-      for (uint32_t d = 1; d < 32; d <<= 1) {
-        const uint32_t u = __shfl_up_sync(0xffffffffu, inclusive, d);
-        if (lane >= d) inclusive += u;
-      }
-      if (g < groups) out.block_index[g] = next + inclusive - count;
-      next += __shfl_sync(0xffffffffu, inclusive, 31);
+      uint32_t word_blocks;  // 0 past the last group (its bit is masked off)
+      const uint32_t before = warp_exclusive_sum(__popc(flags[k]), word_blocks);
+      if (g < groups) out.block_index[g] = next + before;
+      next += word_blocks;
     }
     __syncthreads();  // `chunk` and the shared offsets are rewritten for the next chunk
   }

@@ -43,6 +43,7 @@
 #include "predictors/lorenzo/mask.hh"
 #include "predictors/lorenzo/quantizer.hh"
 #include "runtime/cuda_check.cuh"
+#include "runtime/device_words.cuh"
 #include "runtime/launch.cuh"
 #include "runtime/timer.hh"
 #include "varlen/scan.cuh"
@@ -934,16 +935,6 @@ struct OutlierSource {
   }
 };
 
-
-__device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v) {
-  const uint32_t lane = threadIdx.x % 32;
-#pragma unroll
-  for (int offset = 1; offset < 32; offset <<= 1) {
-    const uint32_t n = __shfl_up_sync(0xffffffffu, v, offset);
-    if (lane >= uint32_t(offset)) v += n;
-  }
-  return v;
-}
 
 // Inclusive prefix sums along y of the tile in shared memory: a thread per (x, z) column.
 template <int TX, int TY, int TZ>
