@@ -66,6 +66,15 @@ TEST_P(GpuMatchesCpu, AutoAxesIdenticalFilesAndReconstructions) {
                                              GetParam());
 }
 
+// Codes in tile order (lorenzo "code_order": "tile"): the GPU's tiles write and read their own
+// runs of codes, as the CPU's.
+TEST_P(GpuMatchesCpu, TileOrderIdenticalFilesAndReconstructions) {
+  FZG_REQUIRE_GPU();
+  expect_identical_files_and_reconstructions(testing::fz_with_lorenzo({{"code_order", "tile"}}), GetParam());
+  expect_identical_files_and_reconstructions(testing::fz_with_lorenzo({{"code_order", "tile"}, {"axes", "auto"}}),
+                                             GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GpuMatchesCpu, ::testing::ValuesIn(testing::round_trip_cases()),
                          [](const auto& info) { return info.param.name; });
 

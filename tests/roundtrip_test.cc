@@ -43,6 +43,11 @@ TEST_P(RoundTrip, AutoAxesBoundHoldsAtEveryPointOnTheCpu) {
   expect_bound_held_on_the_cpu(testing::fz_with_lorenzo({{"axes", "auto"}, {"span", "auto"}}), GetParam());
 }
 
+// And with the codes in tile order (lorenzo "code_order": "tile").
+TEST_P(RoundTrip, TileOrderBoundHoldsAtEveryPointOnTheCpu) {
+  expect_bound_held_on_the_cpu(testing::fz_with_lorenzo({{"code_order", "tile"}}), GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, RoundTrip, ::testing::ValuesIn(testing::round_trip_cases()),
                          [](const auto& info) { return info.param.name; });
 

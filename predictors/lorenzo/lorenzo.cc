@@ -97,16 +97,18 @@ uint64_t word_at(const std::vector<uint8_t>& header, size_t at) {
   return word;
 }
 
-constexpr uint64_t chunk_span_bit = 1u << 8;
+constexpr uint64_t chunk_span_bit = 1u << 8, tile_order_bit = 1u << 9;
 
 uint64_t prediction_record(const Prediction& p) {
-  return axes_tag | p.axes | (p.span == Span::chunk ? chunk_span_bit : 0);
+  return axes_tag | p.axes | (p.span == Span::chunk ? chunk_span_bit : 0) | (p.tile_order ? tile_order_bit : 0);
 }
 
 Prediction read_prediction_record(uint64_t record) {
   const uint64_t axes = record & 7u;
-  require_data((record & ~(7u | chunk_span_bit)) == axes_tag && axes >= 1, "lorenzo prediction record");
-  return {record & chunk_span_bit ? Span::chunk : Span::tile, Axes(axes)};
+  require_data((record & ~(7u | chunk_span_bit | tile_order_bit)) == axes_tag && axes >= 1 &&
+                   !((record & chunk_span_bit) && (record & tile_order_bit)),
+               "lorenzo prediction record");
+  return {record & chunk_span_bit ? Span::chunk : Span::tile, Axes(axes), (record & tile_order_bit) != 0};
 }
 }  // namespace
 
@@ -165,7 +167,11 @@ class LorenzoStage final : public Stage {
     fill_ = reader.fill_values("fill");
     span_ = reader.choice("span", "tile", {"tile", "chunk", "auto"});
     axes_ = reader.choice("axes", "xyz", {"auto", "xyz", "xy", "xz", "yz", "x", "y", "z"});
+    tile_order_ = reader.choice("code_order", "field", {"field", "tile"}) == "tile";
     reader.finish();
+    if (tile_order_ && (span_ != "tile" || !fill_.empty()))
+      fail(ErrorCode::invalid_config, std::string("lorenzo: \"code_order\": \"tile\" needs \"span\": \"tile\"") +
+                                          (fill_.empty() ? "" : " and no fill values"));
     missing_values_of(fill_, DType::f64);  // rejects repeated values
     spec_ = {"lorenzo",
              {{"field", field_port}},
@@ -185,6 +191,7 @@ class LorenzoStage final : public Stage {
     nlohmann::json params = nlohmann::json::object();
     if (span_ != "tile") params["span"] = span_;
     if (axes_ != "xyz") params["axes"] = axes_;
+    if (tile_order_) params["code_order"] = "tile";
     if (fill_.empty()) return params;
     nlohmann::json fill = nlohmann::json::array();
     for (double v : fill_) {
@@ -215,6 +222,7 @@ class LorenzoStage final : public Stage {
     nlohmann::json description = {{"absolute_bound", q.error_bound}, {"step", q.step}, {"min", q.min}, {"max", q.max}};
     description["axes"] = axes_text(setup.prediction.axes_of(ctx.field_dims));
     description["span"] = setup.prediction.span == lorenzo::Span::chunk ? "chunk" : "tile";
+    description["code_order"] = setup.prediction.tile_order ? "tile" : "field";
     if (!setup.missing.empty()) {
       nlohmann::json fill = nlohmann::json::array();
       for (uint32_t s = 1; s <= setup.missing.count; ++s)
@@ -328,7 +336,7 @@ class LorenzoStage final : public Stage {
   std::optional<lorenzo::Prediction> header_prediction(const StageContext& ctx, const FieldSummary& summary,
                                                        const Quantization& quant, const MissingValues& missing) const {
     const int rank = ctx.dims.rank;
-    if (axes_ == "xyz" && span_ != "auto") return std::nullopt;
+    if (axes_ == "xyz" && span_ != "auto" && !tile_order_) return std::nullopt;
     std::vector<lorenzo::Axes> axes = lorenzo::axes_candidates(rank);
     if (axes_ == "xyz") {
       axes = {lorenzo::all_axes(rank)};
@@ -344,7 +352,7 @@ class LorenzoStage final : public Stage {
     if (span_ == "auto" && missing.empty()) spans.push_back(lorenzo::Span::chunk);  // fill values: by tiles
     std::vector<lorenzo::Prediction> candidates;
     for (lorenzo::Span span : spans)
-      for (lorenzo::Axes a : axes) candidates.push_back({span, a});
+      for (lorenzo::Axes a : axes) candidates.push_back({span, a, tile_order_});
     if (candidates.size() == 1 || !summary.field || ctx.dims.count() == 0) return candidates.front();
     // Where the field is: a host field too large for the device is sampled on the host.
     StageContext where = ctx;
@@ -369,7 +377,9 @@ class LorenzoStage final : public Stage {
     lorenzo::read_header(header, &setup.quant, &setup.missing, &setup.data_only, &record);
     // A writer records the prediction whenever the parameters ask for one, and only axes of
     // the field (a record naming none would decode differently on each backend).
-    require_data(record || (span_ != "auto" && axes_ == "xyz"), "lorenzo header without its prediction record");
+    require_data(record || (span_ != "auto" && axes_ == "xyz" && !tile_order_),
+                 "lorenzo header without its prediction record");
+    require_data(!record || record->tile_order == tile_order_, "lorenzo code order differs from the stage's parameters");
     require_data(!record || (record->axes & ~lorenzo::all_axes(ctx.dims.rank)) == 0,
                  "lorenzo prediction record names an axis the field lacks");
     setup.prediction = record ? *record : lorenzo::Prediction{given_span(), 0};
@@ -396,6 +406,7 @@ class LorenzoStage final : public Stage {
   std::vector<double> fill_;
   std::string span_;  // "tile", "chunk" or "auto"
   std::string axes_;  // "xyz" (every axis of the field), a subset, or "auto"
+  bool tile_order_ = false;  // "code_order": "tile" (lorenzo.hh)
   StageSpec spec_;
 };
 

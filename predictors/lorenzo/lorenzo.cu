@@ -62,6 +62,7 @@ struct Grid {
   uint64_t nx, ny, nz, tiles_x, tiles_y, tile_count;
   uint32_t first_tile, end_tile;
   uint64_t codes_first, field_first;
+  bool tile_order;  // the codes in tile order (lorenzo.hh); the window's first is then a tile row's
 };
 
 // A tile's escape and exact counts in one word (a tile has at most 2048 of each), so that one
@@ -80,7 +81,7 @@ QuantConstants constants_of(const Quantization& q) {
 }
 
 Grid device_grid(const TileGrid& g) {
-  return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count(), 0, uint32_t(g.tile_count()), 0, 0};
+  return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count(), 0, uint32_t(g.tile_count()), 0, 0, false};
 }
 
 // Where a tile starts and how much of it lies inside the field.
@@ -271,6 +272,20 @@ struct Strip {
   __device__ uint32_t y(int k) const { return (TY > 1 && TZ == 1) ? ly + (block_threads / TX) * k : ly; }
   __device__ uint32_t z(int k) const { return TZ > 1 ? lz + k : lz; }
 };
+
+// Where this thread's codes lie in the window: point k's at [first + step * k], in field order
+// or in tile order (lorenzo.hh), where a whole tile's 256 threads take 256 consecutive codes.
+struct CodeRun {
+  uint64_t first, step;
+};
+template <int TX, int TY, int TZ>
+__device__ __forceinline__ CodeRun code_run(const Grid& g, const TilePlace<TX, TY, TZ>& p,
+                                            const Strip<TX, TY, TZ>& strip) {
+  if (!g.tile_order) return {strip.global0 - g.codes_first, strip.global_step};
+  const uint64_t w = p.ex, h = p.ey;
+  const uint64_t first = tile_order_first(g.nx, g.ny, p.x0, p.y0, p.z0, p.ey, p.ez) + strip.lx + w * (strip.ly + h * strip.lz);
+  return {first - g.codes_first, TY == 1 ? uint64_t(block_threads) : TZ == 1 ? (block_threads / TX) * w : w * h};
+}
 
 // Pre-quantizes this thread's points into registers; returns how many of them are exact.
 // `Whole`: the tile lies inside the field, so every point is (no per-point test). One point
@@ -653,9 +668,10 @@ __device__ __forceinline__ uint32_t encode_tile(const T* field, const Grid& g, c
       }
     }
   } else {
-    uint16_t* dst = codes + (strip.global0 - g.codes_first);
+    const CodeRun run = code_run(g, p, strip);
+    uint16_t* dst = codes + run.first;
 #pragma unroll
-    for (int k = 0; k < strip.per_thread; ++k, dst += strip.global_step) {
+    for (int k = 0; k < strip.per_thread; ++k, dst += run.step) {
       if (!Whole && !strip.inside(k)) continue;
       uint16_t code;
       escapes += !encode_delta(delta[k], &code);
@@ -979,12 +995,11 @@ __device__ void prefix_sums(int32_t* q, uint32_t axes) {
 
 // The tile's deltas into shared memory, escapes patched in (keys checked: outlier_starts_kernel).
 template <int TX, int TY, int TZ>
-__device__ void load_deltas(const uint16_t* codes, uint64_t codes_first, const Strip<TX, TY, TZ>& strip,
-                            const Outliers& o, uint64_t escape_begin, uint64_t escape_end, uint64_t key0,
-                            int32_t* q) {
-  const uint16_t* src = codes + (strip.global0 - codes_first);
+__device__ void load_deltas(const uint16_t* codes, CodeRun run, const Strip<TX, TY, TZ>& strip, const Outliers& o,
+                            uint64_t escape_begin, uint64_t escape_end, uint64_t key0, int32_t* q) {
+  const uint16_t* src = codes + run.first;
 #pragma unroll
-  for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
+  for (int k = 0; k < strip.per_thread; ++k, src += run.step)
     q[strip.local(k)] = strip.inside(k) ? decode_delta(*src) : 0;
   __syncthreads();
   for (uint64_t i = escape_begin + threadIdx.x; i < escape_end; i += block_threads)
@@ -1114,12 +1129,13 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
         // through shared memory. Escapes, rare, are patched in through shared memory first.
         uint32_t v[Strip<TX, TY, TZ>::per_thread];
         if (escape_begin == escape_end) {  // uniform across the block
-          const uint16_t* src = codes + (strip.global0 - g.codes_first);
+          const CodeRun run = code_run(g, p, strip);
+          const uint16_t* src = codes + run.first;
 #pragma unroll
-          for (int k = 0; k < strip.per_thread; ++k, src += strip.global_step)
+          for (int k = 0; k < strip.per_thread; ++k, src += run.step)
             v[k] = Whole || strip.inside(k) ? uint32_t(decode_delta(*src)) : 0u;
         } else {
-          load_deltas(codes, g.codes_first, strip, o.loaded_entries(), escape_begin, escape_end, p.key0, q);
+          load_deltas(codes, code_run(g, p, strip), strip, o.loaded_entries(), escape_begin, escape_end, p.key0, q);
 #pragma unroll
           for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
         }
@@ -1133,7 +1149,7 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
         __syncthreads();
         if (axes & axis_y) prefix_along_y<TX, TY, TZ>(q);
       } else {
-        load_deltas(codes, g.codes_first, strip, o.loaded_entries(), escape_begin, escape_end, p.key0, q);
+        load_deltas(codes, code_run(g, p, strip), strip, o.loaded_entries(), escape_begin, escape_end, p.key0, q);
         prefix_sums<TX, TY, TZ>(q, axes);
       }
       T* dst = field + (strip.global0 - g.field_first);
@@ -1647,7 +1663,8 @@ struct WordCounts {
 DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
                              const MissingValues& missing, const Prediction& prediction, const uint32_t* data_bits)
     : field_(field), type_(type), grid_(dims), stream_(stream), missing_(missing),
-      whole_(prediction.span == Span::chunk && missing.empty()), axes_(prediction.axes_of(dims)) {
+      whole_(prediction.span == Span::chunk && missing.empty()), axes_(prediction.axes_of(dims)),
+      tile_order_(prediction.tile_order && prediction.span == Span::tile && missing.empty()) {
   // Tile indices are u32; a masked encode's claim counter (u32) counts at most a claim a tile
   // and one more a block.
   const uint64_t tiles = grid_.tile_count();
@@ -1713,7 +1730,8 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
   if (!missing_.empty() && (first_row != 0 || end_row != tile_rows(grid_.dims).count || window_first != 0))
     fail(ErrorCode::invalid_argument, "lorenzo: a masked encode codes every tile row into one window");
   auto* totals = counts_.as<unsigned long long>();
-  const Grid g = rows_grid(grid_, first_row, end_row, window_first);
+  Grid g = rows_grid(grid_, first_row, end_row, window_first);
+  g.tile_order = tile_order_;
   MaskScratch scratch{nullptr, nullptr, {{nullptr, DataBits(grid_.dims)}, nullptr}, nullptr, nullptr};
   if (!missing_.empty()) {
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
@@ -1803,8 +1821,10 @@ OutlierSource outlier_source(const uint8_t* stream, uint64_t stream_size, const 
 
 DeviceDecoder::DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                              const Quantization& quant, const OutlierChecks& checks, cudaStream_t stream,
-                             const uint8_t* mask, uint64_t mask_size, const MissingValues& missing, Axes axes)
+                             const uint8_t* mask, uint64_t mask_size, const MissingValues& missing, Axes axes,
+                             bool tile_order)
     : type_(type), grid_(dims), quant_(quant), stream_(stream), axes_(axes ? axes : all_axes(dims.rank)),
+      tile_order_(tile_order && missing.empty()),
       missing_(missing) {
   require_data(outliers_size >= 16, "outlier stream shorter than its counts");
   require_data(grid_.tile_count() < (uint64_t(1) << 32), "field has too many tiles");
@@ -1937,6 +1957,7 @@ void DeviceDecoder::decode_rows(uint64_t first_row, uint64_t end_row, const uint
   const OutlierSource o = outlier_source(outliers_, outliers_size_, index_, tiles, type_);
   Grid g = rows_grid(grid_, first_row, end_row, window_first);
   g.field_first = field_first;
+  g.tile_order = tile_order_;
   const MaskSource mask = mask_source(mask_runs_, mask_index_, mask_sources_, tiles, missing_);
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
@@ -2020,7 +2041,7 @@ void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outl
   const uint64_t n = dims.count();
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, checks, stream, mask, mask_size, missing,
-                        prediction.axes_of(dims));
+                        prediction.axes_of(dims), prediction.tile_order);
   if (prediction.span == Span::chunk && missing.empty()) return decoder.decode_whole(codes, field);
   if (missing.empty() || !data_only) return decoder.decode_rows(0, tile_rows(dims).count, codes, 0, field);
   Buffer bits = Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream), all = Buffer::device(2 * n, stream);

@@ -55,12 +55,26 @@ using Axes = uint32_t;
 constexpr Axes axis_x = 1, axis_y = 2, axis_z = 4;
 constexpr Axes all_axes(int rank) { return rank >= 3 ? 7u : rank == 2 ? 3u : 1u; }
 
-// What the stage predicts with: its span and axes (0: every axis of the field).
+// What the stage predicts with: its span and axes (0: every axis of the field), and the order
+// of its codes (below).
 struct Prediction {
   Span span = Span::tile;
   Axes axes = 0;
+  bool tile_order = false;
   Axes axes_of(const Dims& dims) const { return axes ? axes & all_axes(dims.rank) : all_axes(dims.rank); }
 };
+
+// The codes port's order ("code_order"): field order, or tile order (span "tile" without fill
+// values only): the tiles one after another in tile order, each tile's points inside the field
+// together, x fastest within the tile's own extents (w x h x d). A tile row holds the same points
+// in either order (so windows by tile rows are the same), and a 3D tile of w x 8 x 8 points is w
+// whole bitshuffle tiles: a tile's codes are in one place, for a coder to take them from the
+// predictor's own block. The first code of the tile at (x0, y0, z0), h x d inside the field, of a
+// field nx x ny x nz; point (x0 + x, y0 + y, z0 + z)'s code is at that + x + w (y + h z).
+FZG_HOST_DEVICE uint64_t tile_order_first(uint64_t nx, uint64_t ny, uint64_t x0, uint64_t y0, uint64_t z0,
+                                          uint64_t h, uint64_t d) {
+  return z0 * nx * ny + y0 * nx * d + x0 * h * d;
+}
 
 // The outlier stream:
 //   u64 escape_count E | u64 exact_count X | u64 escape_keys[E] | u64 exact_keys[X]
@@ -95,9 +109,10 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid);
 // values' u64 bit patterns in the field's type (an f32's in the low 32 bits) and u64 1: the
 // codes are those of the points with data only (below). Headers without that last word
 // (files of the ninth session) hold a code for every point, in field order. `data_only` may
-// be null. Last, where the stage's "axes" are not every axis or its "span" is "auto", a u64
-// prediction record: the tag 0x73657861 ("axes") in bits 32-63, the axes in bits 0-2, 1 in bit
-// 8 for span "chunk" (absent: every axis, and the stage's "span").
+// be null. Last, where the stage's "axes" are not every axis, its "span" is "auto" or its
+// "code_order" is "tile", a u64 prediction record: the tag 0x73657861 ("axes") in bits 32-63,
+// the axes in bits 0-2, 1 in bit 8 for span "chunk", 1 in bit 9 for codes in tile order
+// (absent: every axis, the stage's "span", field order).
 std::vector<uint8_t> write_header(const Quantization& quant, const MissingValues& missing,
                                   const std::optional<Prediction>& record = {});
 void read_header(const std::vector<uint8_t>& header, Quantization* quant, MissingValues* missing,
@@ -249,6 +264,7 @@ class DeviceEncoder {
   MissingValues missing_;
   bool whole_ = false;  // Span::chunk
   Axes axes_;
+  bool tile_order_ = false;  // codes in tile order
   Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts and repeat flags
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
   Buffer run_offsets_; // with fill values: each tile's first run in the mask stream (finish())
@@ -266,7 +282,7 @@ class DeviceDecoder {
   DeviceDecoder(const uint8_t* outliers, uint64_t outliers_size, DType type, const Dims& dims,
                 const Quantization& quant, const OutlierChecks& checks, cudaStream_t stream,
                 const uint8_t* mask = nullptr, uint64_t mask_size = 0, const MissingValues& missing = {},
-                Axes axes = 0);
+                Axes axes = 0, bool tile_order = false);
   // Writes point i at [i - field_first] of `field` (a window of the output, or all of it).
   void decode_rows(uint64_t first_row, uint64_t end_row, const uint16_t* window, uint64_t window_first, void* field,
                    uint64_t field_first = 0);
@@ -283,6 +299,7 @@ class DeviceDecoder {
   Quantization quant_;
   cudaStream_t stream_;
   Axes axes_;
+  bool tile_order_;  // codes in tile order (never with fill values)
   void index_mask(const uint8_t* mask, uint64_t mask_size);
   MissingValues missing_;
   const uint8_t* outliers_ = nullptr;  // the outlier stream (device)

@@ -32,6 +32,12 @@ TileBox tile_box(const TileGrid& g, uint64_t tile) {
   return b;
 }
 
+// Where the code of the box's point (x, y, z) lies: field order, or tile order (lorenzo.hh).
+uint64_t code_index(const TileGrid& g, const TileBox& b, bool tile_order, uint32_t x, uint32_t y, uint32_t z) {
+  if (!tile_order) return (b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z));
+  return tile_order_first(g.dims.x, g.dims.y, b.x0, b.y0, b.z0, b.ey, b.ez) + x + b.ex * (y + uint64_t(b.ey) * z);
+}
+
 template <typename T>
 struct Outliers {
   std::vector<uint64_t> escape_keys, exact_keys;
@@ -91,7 +97,8 @@ void append_runs(const TileShape& s, const uint8_t* symbols, std::vector<uint16_
 // With fill values, `holds_data` gets each point's flag (field order): 1 where it holds data.
 template <typename T>
 void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantization& quant,
-                 const MissingValues& missing, Axes axes, uint16_t* codes, uint8_t* holds_data, Outliers<T>& out) {
+                 const MissingValues& missing, Axes axes, bool tile_order, uint16_t* codes, uint8_t* holds_data,
+                 Outliers<T>& out) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume();
@@ -133,7 +140,7 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint32_t l = x + s.x * (y + s.y * z);
         const int32_t delta = wrapping_sub(q[l], prediction(s, q, x, y, z, axes));
-        uint16_t& code = codes[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))];
+        uint16_t& code = codes[code_index(g, b, tile_order, x, y, z)];
         if (!encode_delta(delta, &code)) {
           out.escape_keys.push_back(key0 + l);
           out.escape_deltas.push_back(delta);
@@ -220,7 +227,7 @@ void whole_deltas_tile(const TileGrid& g, uint64_t tile, const int32_t* q, Axes 
 
 template <typename T>
 Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant, const MissingValues& missing,
-                    uint16_t* codes, uint8_t* holds_data, Buffer* mask, bool whole, Axes axes) {
+                    uint16_t* codes, uint8_t* holds_data, Buffer* mask, bool whole, Axes axes, bool tile_order) {
   const TileGrid grid(dims);
   const int threads = omp_get_max_threads();
   std::vector<Outliers<T>> parts(threads);
@@ -235,7 +242,7 @@ Buffer encode_typed(const T* field, const Dims& dims, const Quantization& quant,
       for (uint64_t tile = first; tile < last; ++tile) whole_deltas_tile(grid, tile, q.data(), axes, codes, parts[t]);
     } else {
       for (uint64_t tile = first; tile < last; ++tile)
-        encode_tile(field, grid, tile, quant, missing, axes, codes, holds_data, parts[t]);
+        encode_tile(field, grid, tile, quant, missing, axes, tile_order, codes, holds_data, parts[t]);
     }
   }
   if (mask) *mask = mask_stream(parts, grid);
@@ -308,7 +315,7 @@ bool fill_missing_tile(const uint8_t* symbols, const MissingValues& missing, con
 // `symbols`: each point's mask symbol in field order (mask_symbols), null without fill values.
 template <typename T>
 void decode_tile(const uint16_t* codes, const OutlierView& o, const uint8_t* symbols, const MissingValues& missing,
-                 const TileGrid& g, uint64_t tile, const Quantization& quant, Axes axes, T* field) {
+                 const TileGrid& g, uint64_t tile, const Quantization& quant, Axes axes, bool tile_order, T* field) {
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   if (symbols && fill_missing_tile(symbols, missing, g, b, field)) return;
@@ -317,7 +324,7 @@ void decode_tile(const uint16_t* codes, const OutlierView& o, const uint8_t* sym
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x)
-        q[x + s.x * (y + s.y * z)] = decode_delta(codes[(b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z))]);
+        q[x + s.x * (y + s.y * z)] = decode_delta(codes[code_index(g, b, tile_order, x, y, z)]);
   const uint64_t* escape_end = o.escape_keys + o.counts.escapes;
   for (const uint64_t* k = std::lower_bound(o.escape_keys, escape_end, key0); k != escape_end && *k < key1; ++k)
     q[*k - key0] = o.escape_deltas[k - o.escape_keys];
@@ -428,12 +435,12 @@ void decode_whole(const uint16_t* codes, const OutlierView& o, const Dims& dims,
 
 template <typename T>
 void decode_typed(const uint16_t* codes, const OutlierView& view, const uint8_t* symbols, const MissingValues& missing,
-                  const Dims& dims, const Quantization& quant, Axes axes, T* field) {
+                  const Dims& dims, const Quantization& quant, Axes axes, bool tile_order, T* field) {
   const TileGrid grid(dims);
   const int64_t tiles = int64_t(grid.tile_count());
 #pragma omp parallel for schedule(static)
   for (int64_t tile = 0; tile < tiles; ++tile)
-    decode_tile(codes, view, symbols, missing, grid, uint64_t(tile), quant, axes, field);
+    decode_tile(codes, view, symbols, missing, grid, uint64_t(tile), quant, axes, tile_order, field);
 }
 
 // A mask stream's runs, aligned (a stored stream may start at any byte) and indexed.
@@ -594,9 +601,9 @@ Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantiz
   const bool whole = prediction.span == Span::chunk && missing.empty();
   const Axes axes = prediction.axes_of(dims);
   Buffer outliers = type == DType::f32 ? encode_typed(static_cast<const float*>(field), dims, quant, missing, codes,
-                                                      holds_data.data(), mask, whole, axes)
+                                                      holds_data.data(), mask, whole, axes, prediction.tile_order)
                                        : encode_typed(static_cast<const double*>(field), dims, quant, missing, codes,
-                                                      holds_data.data(), mask, whole, axes);
+                                                      holds_data.data(), mask, whole, axes, prediction.tile_order);
   // With fill values, the points with data only (the others' deltas are 0), in place.
   *code_count = missing.empty() ? n : gather_data_codes_cpu(codes, holds_data.data(), n, codes);
   return outliers;
@@ -628,8 +635,9 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
     return decode_whole(codes, view, dims, quant, axes, static_cast<double*>(field));
   }
   const uint8_t* at = missing.empty() ? nullptr : symbols.data();
-  if (type == DType::f32) return decode_typed(codes, view, at, missing, dims, quant, axes, static_cast<float*>(field));
-  decode_typed(codes, view, at, missing, dims, quant, axes, static_cast<double*>(field));
+  const bool order = prediction.tile_order;
+  if (type == DType::f32) return decode_typed(codes, view, at, missing, dims, quant, axes, order, static_cast<float*>(field));
+  decode_typed(codes, view, at, missing, dims, quant, axes, order, static_cast<double*>(field));
 }
 
 }  // namespace fzg::lorenzo
