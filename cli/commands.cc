@@ -641,6 +641,7 @@ uint64_t fzgpu_format_file_bytes(const FieldRef& field, const ErrorBound& bound,
   for (const auto& node : graph.nodes()) {
     if (!node.stage->spec().predictor) continue;
     stage["type"] = node.type, stage["params"] = node.stage->params();
+    stage["params"].erase("code_order");  // FZ-GPU's codes are in field order
     store = nlohmann::json::array();
     for (const auto& port : node.stage->spec().outputs) store.push_back("predict." + port.name);
   }

@@ -21,11 +21,13 @@ struct GoldenCase {
   std::string config;  // a shipped config in configs/, or empty for the default graph
   std::vector<double> fill = {};  // fill values (missing points), on the config's predictor
   bool land = false;  // land_field instead of exact_field
+  nlohmann::json lorenzo = nullptr;  // the default graph's predictor's parameters, where given
 };
 
 Graph golden_graph(const GoldenCase& g) {
-  const Graph graph =
-      g.config.empty() ? Graph::default_fz() : Graph::from_file(std::string(FZG_SOURCE_DIR) + "/configs/" + g.config);
+  const Graph graph = !g.config.empty() ? Graph::from_file(std::string(FZG_SOURCE_DIR) + "/configs/" + g.config)
+                      : g.lorenzo.is_null() ? Graph::default_fz()
+                                            : testing::fz_with_lorenzo(g.lorenzo);
   return g.fill.empty() ? graph : graph.with_fill_values(g.fill);
 }
 
@@ -82,6 +84,11 @@ const std::vector<GoldenCase>& golden_cases() {
       // Land whose mask repeats from tile layer to tile layer (the mask's repeat runs).
       {"land_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 30}, {ErrorMode::rel, 1e-3}, "", {1e30}, true},
       {"land_ratio_f64_2d_abs1e-2.fzg", DType::f64, {70, 100}, {ErrorMode::abs, 1e-2}, "ratio.json", {1e30}, true},
+      // Lorenzo's codes in tile order (format version 4 on), partial tiles on every axis.
+      {"tile-order_f32_3d_rel1e-3.fzg", DType::f32, {37, 19, 11}, {ErrorMode::rel, 1e-3}, "", {}, false,
+       {{"code_order", "tile"}}},
+      {"tile-order_f64_2d_abs1e-2.fzg", DType::f64, {70, 45}, {ErrorMode::abs, 1e-2}, "", {}, false,
+       {{"code_order", "tile"}}},
   };
   return cases;
 }
@@ -90,7 +97,7 @@ const std::vector<GoldenCase>& golden_cases() {
 std::vector<GoldenCase> version_one_cases() {
   std::vector<GoldenCase> old;
   for (const GoldenCase& g : golden_cases())
-    if (g.config.empty() && g.fill.empty()) old.push_back(g);
+    if (g.config.empty() && g.fill.empty() && g.lorenzo.is_null()) old.push_back(g);
   return old;
 }
 
@@ -199,6 +206,7 @@ std::vector<GoldenCase> retired_cases() {
   for (const char* version : {"v2_", "v3_"}) {
     for (GoldenCase g : golden_cases()) {
       if (g.land && version == std::string("v2_")) continue;  // cases added in version 3
+      if (!g.lorenzo.is_null()) continue;                       // in version 4
       g.file = version + g.file;
       cases.push_back(g);
     }

@@ -93,6 +93,33 @@ TEST(LorenzoCodeOrder, TileOrderHoldsTheFieldOrdersCodesInEachTilesRun) {
   expect_the_field_orders_codes_moved<double>(DType::f64);
 }
 
+// Below the stage, both backends' entry points refuse tile order where it does not go (fill
+// values: the gather of the points with data reads field order; span "chunk").
+TEST(LorenzoCodeOrder, EntryPointsRefuseTileOrderWithFillValuesOrAcrossTheChunk) {
+  const Dims d = Dims::make({70, 45});
+  const std::vector<float> v = test_field<float>(d);
+  const Quantization quant = lorenzo::resolve_quantization({ErrorMode::abs, 1e-3}, DType::f32, -2, 3);
+  std::vector<uint16_t> codes(d.count());
+  uint64_t count = 0;
+  const MissingValues fills = missing_values_of({1e20}, DType::f32);
+  lorenzo::Prediction by_tiles, across;
+  by_tiles.tile_order = across.tile_order = true;
+  across.span = lorenzo::Span::chunk;
+  testing::expect_error(
+      [&] { lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data(), &count, fills, nullptr, by_tiles); },
+      ErrorCode::invalid_argument, "tile order");
+  testing::expect_error([&] { lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data(), &count, {}, nullptr, across); },
+                        ErrorCode::invalid_argument, "tile order");
+  const Buffer outliers = lorenzo::encode_cpu(v.data(), DType::f32, d, quant, codes.data(), &count, {}, nullptr, by_tiles);
+  std::vector<float> back(d.count());
+  testing::expect_error(
+      [&] {
+        lorenzo::decode_cpu(codes.data(), count, outliers.data(), outliers.size(), DType::f32, d, quant, back.data(),
+                            nullptr, 0, {}, true, across);
+      },
+      ErrorCode::invalid_argument, "tile order");
+}
+
 Buffer compress_with(const Graph& graph, const std::vector<float>& v, const Dims& d, Device device) {
   CompressOptions options;
   options.device = device;

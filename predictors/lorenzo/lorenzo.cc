@@ -76,6 +76,11 @@ void validate_outlier_keys(const OutlierView& view, const TileGrid& grid) {
   validate_keys(view.exact_keys, view.counts.exacts, grid, "exact outlier keys");
 }
 
+void check_code_order(const Prediction& prediction, const MissingValues& missing) {
+  if (prediction.tile_order && (prediction.span != Span::tile || !missing.empty()))
+    fail(ErrorCode::invalid_argument, "lorenzo: codes in tile order need span \"tile\" and no fill values");
+}
+
 // The messages of outlier_layout and validate_outlier_keys.
 OutlierChecks outlier_checks(StepChecks& checks) {
   return {checks.word("outlier counts"), checks.word("outlier stream size"), checks.word("escape outlier keys"),
@@ -207,8 +212,9 @@ class LorenzoStage final : public Stage {
   }
 
   // The lossy step: the request and the whole field's value range (of its points with data)
-  // give the bound and step every chunk quantizes with; with "axes" other than every axis or
-  // "span": "auto", the axes and span (with "auto", chosen from a sample of the field: lorenzo.hh).
+  // give the bound and step every chunk quantizes with; with "axes" other than every axis,
+  // "span": "auto" or "code_order": "tile", the prediction record: the axes and span (with
+  // "auto", chosen from a sample of the field: lorenzo.hh) and the codes' order.
   std::vector<uint8_t> make_header(const StageContext& ctx, const FieldSummary& summary) const override {
     check_field(ctx);
     const Quantization quant = lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max);

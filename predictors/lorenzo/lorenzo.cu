@@ -2009,6 +2009,7 @@ std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const 
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask,
                    const Prediction& prediction, const uint32_t* data_bits) {
+  check_code_order(prediction, missing);
   auto encoder = std::make_shared<DeviceEncoder>(field, type, dims, stream, missing, prediction, data_bits);
   // With fill values the code count is known before the encode (the scan of the data bits'
   // counts): read back beside it, so that the host waits for the scan alone.
@@ -2038,6 +2039,7 @@ void decode_cuda(const uint16_t* codes, uint64_t code_count, const uint8_t* outl
                  DType type, const Dims& dims, const Quantization& quant, void* field, const OutlierChecks& checks,
                  cudaStream_t stream, const uint8_t* mask, uint64_t mask_size, const MissingValues& missing,
                  bool data_only, const Prediction& prediction) {
+  check_code_order(prediction, missing);
   const uint64_t n = dims.count();
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   DeviceDecoder decoder(outliers, outliers_size, type, dims, quant, checks, stream, mask, mask_size, missing,

@@ -75,6 +75,10 @@ FZG_HOST_DEVICE uint64_t tile_order_first(uint64_t nx, uint64_t ny, uint64_t x0,
                                           uint64_t h, uint64_t d) {
   return z0 * nx * ny + y0 * nx * d + x0 * h * d;
 }
+// Tile order goes with span "tile" and no fill values only (the stage refuses other
+// parameters): both backends' entry points fail (invalid_argument) on anything else, rather
+// than code in an order the gather of the points with data or the chunk decode does not read.
+void check_code_order(const Prediction& prediction, const MissingValues& missing);
 
 // The outlier stream:
 //   u64 escape_count E | u64 exact_count X | u64 escape_keys[E] | u64 exact_keys[X]

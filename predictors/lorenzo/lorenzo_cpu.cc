@@ -596,6 +596,7 @@ void scatter_data_codes_cpu(const uint16_t* data_codes, uint64_t count, const ui
 
 Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
                   uint64_t* code_count, const MissingValues& missing, Buffer* mask, const Prediction& prediction) {
+  check_code_order(prediction, missing);
   const uint64_t n = dims.count();
   std::vector<uint8_t> holds_data(missing.empty() ? 0 : n);
   const bool whole = prediction.span == Span::chunk && missing.empty();
@@ -612,6 +613,7 @@ Buffer encode_cpu(const void* field, DType type, const Dims& dims, const Quantiz
 void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outliers, uint64_t outliers_size,
                 DType type, const Dims& dims, const Quantization& quant, void* field, const uint8_t* mask,
                 uint64_t mask_size, const MissingValues& missing, bool data_only, const Prediction& prediction) {
+  check_code_order(prediction, missing);
   const uint64_t n = dims.count();
   require_data(code_count == n || (!missing.empty() && data_only && code_count < n), "lorenzo codes size");
   // The stream is copied so that its arrays are aligned whatever the container's offsets.
