@@ -1,9 +1,12 @@
 // The Lorenzo codes in tile order (lorenzo "code_order": "tile"): the same codes as field order,
 // moved to each tile's own run; the same reconstruction on every backend; the header records
 // the order; the parameters that cannot go with it are refused.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <tuple>
 
 #include "core/registry.hh"
 #include "predictors/lorenzo/lorenzo.hh"
