@@ -345,6 +345,23 @@ inline Graph fz_with_lorenzo(const nlohmann::json& params) {
   return Graph::from_json(config);
 }
 
+// On a GPU (the caller checks there is one): `graph` compresses `field` there to `cpu_file`, the
+// CPU's file with `options`, and each backend decodes the other's file to the same values.
+inline void expect_the_gpu_writes_the_cpu_file(const Buffer& cpu_file, const Graph& graph, const FieldRef& field,
+                                               CompressOptions options) {
+  options.device = Device::cuda;
+  const Buffer gpu_file = compress(graph, field, options);
+  ASSERT_EQ(cpu_file.size(), gpu_file.size());
+  EXPECT_EQ(std::memcmp(cpu_file.data(), gpu_file.data(), cpu_file.size()), 0);
+  DecompressOptions cpu_decode, gpu_decode;
+  gpu_decode.device = Device::cuda;
+  const Decompressed a = decompress(gpu_file, cpu_decode);  // GPU file on the CPU
+  const Decompressed b = decompress(cpu_file, gpu_decode);  // CPU file on the GPU
+  ASSERT_EQ(a.data.size(), field.size_bytes());
+  ASSERT_EQ(b.data.size(), field.size_bytes());
+  EXPECT_EQ(std::memcmp(a.data.data(), b.data.data(), a.data.size()), 0);
+}
+
 // The default graph with prediction across the whole chunk (lorenzo "span": "chunk").
 inline Graph chunk_span_fz() { return fz_with_lorenzo({{"span", "chunk"}}); }
 
