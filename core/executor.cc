@@ -165,25 +165,81 @@ Buffer upload_with_range(const FieldRef& field, cudaStream_t stream, bool range,
 #endif
 }
 
-// The field's finite range (of its points with data). A device field with fill values also
-// gets its data bits in the same read, returned for the predictor (StageContext::data_bits);
-// the result is empty otherwise.
-Buffer value_range(const Buffer& field, DType dtype, const Dims& dims, cudaStream_t stream,
-                   const MissingValues& missing, double* min, double* max) {
+// The field's finite range (of its points with data): a host field's into *min and *max; a
+// device field's queued on `stream`, into `range` (min, max as two f64) for the host to read
+// when it needs them or for a stage to resolve its quantization from on the device. A device
+// field with fill values also gets its data bits in the same read, for the predictor
+// (StageContext::data_bits).
+struct FieldRange {
+  Buffer range, data_bits;  // device memory, or empty
+};
+FieldRange value_range(const Buffer& field, DType dtype, const Dims& dims, cudaStream_t stream,
+                       const MissingValues& missing, double* min, double* max) {
 #ifdef FZG_HAVE_CUDA
   if (field.on_device() && !missing.empty()) {
-    Buffer bits = Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream);
-    data_bits_device(field.data(), dtype, dims, missing, bits.as<uint32_t>(), stream, min, max);
-    return bits;
+    FieldRange r{Buffer::device(2 * sizeof(double), stream), Buffer::device(DataBits(dims).words() * sizeof(uint32_t), stream)};
+    data_bits_device(field.data(), dtype, dims, missing, r.data_bits.as<uint32_t>(), stream, r.range.as<double>());
+    return r;
   }
-  if (field.on_device()) {
-    finite_range_device(field.data(), dtype, dims.count(), min, max, stream, &missing);
-    return Buffer();
-  }
+  if (field.on_device()) return {DeviceRange(field.data(), dtype, dims.count(), stream, &missing).reported(), Buffer()};
 #endif
   (void)stream;
   finite_range(field.data(), dtype, dims.count(), min, max, &missing);
-  return Buffer();
+  return {};
+}
+
+// The lossy step resolved where the range is: each stage that needs the range resolves its
+// quantization on the device (Stage::resolve_on_device), so that the chunks are queued with
+// no host wait between the reduction and the encode; the range and what each stage made are
+// read back beside the chunks' own read-backs, for the headers made again after the chunks.
+// Where a stage cannot, the host waits for the range and nothing is resolved on the device.
+struct ResolvedOnDevice {
+  std::vector<Buffer> made;  // per node: what resolve_on_device returned (empty for the others)
+  std::unique_ptr<QueuedReadBack> range;
+  std::vector<std::unique_ptr<QueuedReadBack>> copies;  // per node, where `made` is not empty
+  explicit operator bool() const { return range != nullptr; }
+};
+ResolvedOnDevice resolve_on_device(const Graph& graph, const StageContext& base, const Buffer& range,
+                                   FieldSummary& summary) {
+  ResolvedOnDevice r;
+  if (range.size() == 0) return r;
+  summary.device_range = range.as<double>();
+  const size_t nodes = graph.nodes().size();
+  r.made.resize(nodes);
+  bool every = true;
+  for (size_t i = 0; i < nodes && every; ++i) {
+    const Stage& stage = *graph.nodes()[i].stage;
+    if (!stage.spec().needs_value_range) continue;
+    r.made[i] = stage.resolve_on_device(base, summary);
+    every = r.made[i].size() > 0;
+  }
+  summary.device_range = nullptr;
+  if (!every) {  // the host waits for the range
+    r.made.clear();
+    double both[2];
+    copy_bytes(both, Location::host, range.data(), Location::device, sizeof both, base.stream);
+    summary.min = both[0], summary.max = both[1];
+    return r;
+  }
+  r.range = std::make_unique<QueuedReadBack>(range.data(), range.size(), base.stream);
+  r.copies.resize(nodes);
+  for (size_t i = 0; i < nodes; ++i)
+    if (r.made[i].size()) r.copies[i] = std::make_unique<QueuedReadBack>(r.made[i].data(), r.made[i].size(), base.stream);
+  return r;
+}
+
+// After the chunks: the range read back, and the headers of the stages that resolved on the
+// device made again from it, each checked against what its stage resolved there.
+void remake_headers(const Graph& graph, const StageContext& base, ResolvedOnDevice& resolved, FieldSummary summary,
+                    std::vector<std::vector<uint8_t>>& headers) {
+  double both[2];
+  std::memcpy(both, resolved.range->wait(), sizeof both);
+  summary.min = both[0], summary.max = both[1];
+  for (size_t i = 0; i < resolved.made.size(); ++i) {
+    if (!resolved.copies[i]) continue;
+    summary.resolved = resolved.copies[i]->wait();
+    headers[i] = graph.nodes()[i].stage->make_header(base, summary);
+  }
 }
 
 bool needs_value_range(const Graph& graph) {
@@ -201,9 +257,11 @@ StageContext chunk_context(const StageContext& base, const Plan& plan, uint64_t 
   return chunk;
 }
 
-StageContext node_context(const StageContext& chunk, const std::vector<std::vector<uint8_t>>& headers, size_t node) {
+StageContext node_context(const StageContext& chunk, const std::vector<std::vector<uint8_t>>& headers, size_t node,
+                          const std::vector<Buffer>* resolved = nullptr) {
   StageContext ctx = chunk;
   ctx.header = &headers.at(node);
+  if (resolved && !resolved->empty() && resolved->at(node).size()) ctx.resolved = resolved->at(node).data();
   return ctx;
 }
 
@@ -219,9 +277,10 @@ Buffer held_at_own_size(const Buffer& stream, cudaStream_t lane) {
 }
 
 // One chunk forwards: its stored streams (in store order), its stage records filled in.
+// `resolved`: per node, what resolve_on_device made (or empty).
 std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx,
-                                 const std::vector<std::vector<uint8_t>>& headers, const Buffer& field,
-                                 ChunkRecord& record, StepTimes& times) {
+                                 const std::vector<std::vector<uint8_t>>& headers, const std::vector<Buffer>& resolved,
+                                 const Buffer& field, ChunkRecord& record, StepTimes& times) {
   const Graph& graph = plan.graph;
   std::map<PortKey, Buffer> ports;
   ports[{-1, ""}] = field;
@@ -237,7 +296,7 @@ std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx
       stage_record.input_sizes.push_back(it->second.size());
       ports.erase(it);  // consumed exactly once: free it as soon as the stage is done
     }
-    const StageContext ctx = node_context(chunk_ctx, headers, step.first);
+    const StageContext ctx = node_context(chunk_ctx, headers, step.first, &resolved);
     times.start();
     if (step.composite) {
       // Two stages in one: recorded as if run in turn.
@@ -435,7 +494,8 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   const MissingValues missing = graph.missing_values(field.dtype);  // left out of the range
   FieldSummary summary;
   summary.bound = options.bound;
-  Buffer input, data_bits;
+  Buffer input;
+  FieldRange field_range;
   const uint64_t value_bytes = dtype_size(field.dtype);
   // A host field the device cannot hold beside its chunks' work stays on the host: its range
   // is reduced there, and each lane uploads its chunk and takes the chunk's streams back.
@@ -467,13 +527,15 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     if (field.where != input.location()) times.stop("upload");
     if (range) {
       times.start();
-      data_bits = value_range(input, field.dtype, field.dims, base.stream, missing, &summary.min, &summary.max);
-      base.data_bits = data_bits.as<uint32_t>();
+      field_range = value_range(input, field.dtype, field.dims, base.stream, missing, &summary.min, &summary.max);
+      base.data_bits = field_range.data_bits.as<uint32_t>();
       times.stop("value range");
     }
   }
   trace::mark("value range");
   summary.field = &input;
+  ResolvedOnDevice resolved = resolve_on_device(graph, base, field_range.range, summary);
+  trace::mark(resolved ? "quantization resolved on the device" : "value range read");
 
   Container c;
   c.header = {field.dtype, options.bound.mode, field.dims, lossless ? 0.0 : options.bound.value};
@@ -489,7 +551,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     const StageContext chunk = chunk_context(base, *plan, k, lane);
     Buffer slice = input.slice(chunk.chunk_first_value * value_bytes, chunk.dims.count() * value_bytes);
     if (out_of_core) slice = to_device(slice, lane);
-    chunk_streams[k] = encode_chunk(*plan, chunk, c.stage_headers, slice, c.chunks[k], times);
+    chunk_streams[k] = encode_chunk(*plan, chunk, c.stage_headers, resolved.made, slice, c.chunks[k], times);
     if (out_of_core)
       for (Buffer& s : chunk_streams[k]) s = to_host(s, lane);
     else if (plan->chunks > lanes)
@@ -497,6 +559,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   });
   std::vector<Buffer> streams;
   for (const auto& s : chunk_streams) streams.insert(streams.end(), s.begin(), s.end());
+  if (resolved) remake_headers(graph, base, resolved, summary, c.stage_headers);
 
   times.start();
   Buffer file = assemble(c, streams, options.output, base.stream);

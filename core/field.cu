@@ -87,17 +87,29 @@ __global__ void __launch_bounds__(range_threads) range_kernel(const T* __restric
   if (threadIdx.x == 0) partial[blockIdx.x] = block;
 }
 
-// The blocks' ranges into *out (one block).
+// The range as the CPU reports it: [0, 0] when nothing is finite, never -0.
+template <typename T>
+__host__ __device__ void report(const Range<T>& r, double* min, double* max) {
+  double lo = double(r.lo), hi = double(r.hi);
+  if (lo > hi) lo = hi = 0;
+  *min = lo + 0.0, *max = hi + 0.0;
+}
+
+// The blocks' ranges into *out (one block), and reported as two f64 (min, max) into
+// `reported` where it is not null: what a stage resolving its quantization on the device reads.
 template <typename T>
 __global__ void __launch_bounds__(range_threads) range_total_kernel(const Range<T>* partial, unsigned blocks,
-                                                                    Range<T>* out) {
+                                                                    Range<T>* out, double* reported = nullptr) {
   Range<T> r = {T(INFINITY), T(-INFINITY)};
   const Widen<T> widen;
   for (unsigned b = threadIdx.x; b < blocks; b += range_threads) r = widen(r, partial[b]);
   using Reduce = cub::BlockReduce<Range<T>, range_threads>;
   __shared__ typename Reduce::TempStorage storage;
   const Range<T> total = Reduce(storage).Reduce(r, widen);
-  if (threadIdx.x == 0) *out = total;
+  if (threadIdx.x == 0) {
+    *out = total;
+    if (reported) report(total, reported, reported + 1);
+  }
 }
 
 // Queues the range of data[0, count) into *out; `temp` grows to the blocks' partial ranges.
@@ -105,28 +117,23 @@ __global__ void __launch_bounds__(range_threads) range_total_kernel(const Range<
 // size query, occupancy queries, scratch) took ~25 us of host time per call on an H100: a
 // 2D field's GPU compress call is ~160 us in all.
 template <typename T, typename Functor>
-void reduce_with(Functor to_range, const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream) {
+void reduce_with(Functor to_range, const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream,
+                 double* reported) {
   const unsigned blocks = resident_grid(range_kernel<T, Functor>, range_threads, count, 4 * range_threads);
   if (temp.size() < blocks * sizeof(Range<T>)) temp = Buffer::device(blocks * sizeof(Range<T>), stream);
   range_kernel<<<blocks, range_threads, 0, stream>>>(data, count, to_range, temp.as<Range<T>>());
-  range_total_kernel<<<1, range_threads, 0, stream>>>(temp.as<Range<T>>(), blocks, out);
+  range_total_kernel<<<1, range_threads, 0, stream>>>(temp.as<Range<T>>(), blocks, out, reported);
   FZG_CUDA_CHECK_LAUNCH();
 }
 
 // `missing`: the fill values (host), `on_device` their device_copy (null without any).
 template <typename T>
 void reduce_into(const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream,
-                 const MissingValues& missing, const MissingValues* on_device) {
-  if (missing.empty()) reduce_with(ToRange<T>{}, data, count, out, temp, stream);
-  else reduce_with(ToRangeWithout<T>{missing.value_of<T>(1), missing.count, on_device}, data, count, out, temp, stream);
-}
-
-// The range as the CPU reports it: [0, 0] when nothing is finite, never -0.
-template <typename T>
-void report(const Range<T>& r, double* min, double* max) {
-  double lo = double(r.lo), hi = double(r.hi);
-  if (lo > hi) lo = hi = 0;
-  *min = lo + 0.0, *max = hi + 0.0;
+                 const MissingValues& missing, const MissingValues* on_device, double* reported = nullptr) {
+  if (missing.empty()) reduce_with(ToRange<T>{}, data, count, out, temp, stream, reported);
+  else
+    reduce_with(ToRangeWithout<T>{missing.value_of<T>(1), missing.count, on_device}, data, count, out, temp, stream,
+                reported);
 }
 
 // Calls f(T{}) for a floating-point type.
@@ -144,6 +151,13 @@ void read_range(DType type, const Buffer& range, cudaStream_t stream, double* mi
     copy_bytes(&r, Location::host, range.data(), Location::device, sizeof r, stream);
     report(r, min, max);
   });
+}
+
+// A reported range (two f64 in device memory), read back.
+void read_reported(const double* reported, cudaStream_t stream, double* min, double* max) {
+  double both[2];
+  copy_bytes(both, Location::host, reported, Location::device, sizeof both, stream);
+  *min = both[0], *max = both[1];
 }
 
 // A lane's V consecutive points of a row, loaded at once (16 bytes where V > 1).
@@ -321,14 +335,15 @@ DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStrea
   typed(type, [&](auto zero) {
     using T = decltype(zero);
     range_ = Buffer::device(sizeof(Range<T>), stream);
+    reported_ = Buffer::device(2 * sizeof(double), stream);
     const MissingValues fills = missing ? *missing : MissingValues{};
     missing_ = device_copy(fills, stream);
     reduce_into(static_cast<const T*>(data), count, range_.as<Range<T>>(), temp_, stream, fills,
-                missing_.as<MissingValues>());
+                missing_.as<MissingValues>(), reported_.as<double>());
   });
 }
 
-void DeviceRange::result(double* min, double* max) { read_range(type_, range_, stream_, min, max); }
+void DeviceRange::result(double* min, double* max) { read_reported(reported_.as<double>(), stream_, min, max); }
 
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream,
                          const MissingValues* missing) {
@@ -336,24 +351,30 @@ void finite_range_device(const void* data, DType type, uint64_t count, double* m
 }
 
 void data_bits_device(const void* data, DType type, const Dims& dims, const MissingValues& missing, uint32_t* bits,
-                      cudaStream_t stream, double* min, double* max) {
+                      cudaStream_t stream, double* reported) {
   const DataBits layout(dims);
   if (layout.words() == 0) {
-    if (min && max) *min = *max = 0;
+    if (reported) FZG_CUDA_CHECK(cudaMemsetAsync(reported, 0, 2 * sizeof(double), stream));  // [0, 0]: +0.0 twice
     return;
   }
   typed(type, [&](auto zero) {
     using T = decltype(zero);
     Buffer partial;
     unsigned blocks = 0;
-    if (!min || !max) return launch_data_bits<T, false>(static_cast<const T*>(data), layout, missing, bits, &partial,
-                                                         &blocks, stream);
+    if (!reported) return launch_data_bits<T, false>(static_cast<const T*>(data), layout, missing, bits, &partial,
+                                                      &blocks, stream);
     launch_data_bits<T, true>(static_cast<const T*>(data), layout, missing, bits, &partial, &blocks, stream);
     Buffer range = Buffer::device(sizeof(Range<T>), stream);
-    range_total_kernel<<<1, range_threads, 0, stream>>>(partial.as<Range<T>>(), blocks, range.as<Range<T>>());
+    range_total_kernel<<<1, range_threads, 0, stream>>>(partial.as<Range<T>>(), blocks, range.as<Range<T>>(), reported);
     FZG_CUDA_CHECK_LAUNCH();
-    read_range(type, range, stream, min, max);
   });
+}
+
+void data_bits_device(const void* data, DType type, const Dims& dims, const MissingValues& missing, uint32_t* bits,
+                      cudaStream_t stream, double* min, double* max) {
+  Buffer reported = Buffer::device(2 * sizeof(double), stream);
+  data_bits_device(data, type, dims, missing, bits, stream, reported.as<double>());
+  read_reported(reported.as<double>(), stream, min, max);
 }
 
 }  // namespace fzg

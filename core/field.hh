@@ -61,22 +61,30 @@ void finite_range_device(const void* data, DType type, uint64_t count, double* m
 
 // A device field with fill values: every point's data bit (DataBits, core/missing_values.hh:
 // 1 where it equals no fill value) into `bits` (device memory of DataBits(dims).words() words),
-// queued on `stream`; with `min` and `max`, in the same read of the field, the finite range of
-// its points with data as finite_range_device gives it (waiting for it).
+// queued on `stream`; with `reported` (device memory of two f64), in the same read of the
+// field, the finite range of its points with data as finite_range_device gives it, min then
+// max, queued too.
 void data_bits_device(const void* data, DType type, const Dims& dims, const MissingValues& missing, uint32_t* bits,
-                      cudaStream_t stream, double* min = nullptr, double* max = nullptr);
+                      cudaStream_t stream, double* reported = nullptr);
+// The same with the range read back into `min` and `max` (waiting for it).
+void data_bits_device(const void* data, DType type, const Dims& dims, const MissingValues& missing, uint32_t* bits,
+                      cudaStream_t stream, double* min, double* max);
 
-// The same, queued on `stream` at construction; result() waits for it, so that the host can
-// do other work meanwhile.
+// The finite range, queued on `stream` at construction: on_device() holds it (min, max as two
+// f64, as finite_range_device gives them) in stream order, for work on the device that needs
+// no host in between; result() waits for it and reads it back.
 class DeviceRange {
  public:
   DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream, const MissingValues* missing = nullptr);
+  const double* on_device() const { return reported_.as<double>(); }
+  // The buffer that holds on_device(), for a caller that keeps it past this object.
+  const Buffer& reported() const { return reported_; }
   void result(double* min, double* max);
 
  private:
   DType type_;
   cudaStream_t stream_;
-  Buffer range_, temp_, missing_;
+  Buffer range_, reported_, temp_, missing_;
 };
 
 // The same on device data that arrives in pieces on `stream` (an upload): add() reduces a

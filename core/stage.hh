@@ -83,6 +83,9 @@ struct StageContext {
   // On the GPU, a decode's checks left on the device for the call's end (core/device_checks.hh);
   // null where a stage runs on its own (it then reads back checks of its own when done).
   DeviceChecks* checks = nullptr;
+  // On the GPU, what this stage's resolve_on_device made for the call (device memory), which
+  // its encode reads in place of the header's quantization; null otherwise.
+  const void* resolved = nullptr;
 };
 
 // What a header is made from: the request and what the executor knows of the whole field.
@@ -90,6 +93,12 @@ struct FieldSummary {
   ErrorBound bound;       // as asked; lossless mode never reaches a predictor
   double min = 0, max = 0;  // finite value range, when spec().needs_value_range
   const Buffer* field = nullptr;  // the whole field, where the executor holds it (null: unknown)
+  // On the GPU, the same range in device memory (min, max as two f64) while it is on its way to
+  // the host (resolve_on_device); null where min and max are given.
+  const double* device_range = nullptr;
+  // Where make_header follows resolve_on_device: a host copy of what that made, which the
+  // header must agree with; null otherwise.
+  const void* resolved = nullptr;
 };
 
 class Stage {
@@ -100,8 +109,17 @@ class Stage {
   virtual nlohmann::json params() const = 0;
   virtual FusionRole fusion_role() const { return FusionRole::none; }
 
-  // The header, made once per file before any chunk is encoded (ctx.dims is the whole field).
+  // The header, made once per file before any chunk is encoded (ctx.dims is the whole field),
+  // or, after resolve_on_device, once more when the chunks are: the file keeps that one.
   virtual std::vector<uint8_t> make_header(const StageContext&, const FieldSummary&) const { return {}; }
+  // A predictor that resolves its lossy step on the GPU from summary.device_range, so that the
+  // chunks are queued without the host waiting for the range in between: queues on ctx.stream
+  // what its encode then reads (StageContext::resolved) and returns it. The executor makes the
+  // header twice: before the chunks from a summary without the range (the encode must not
+  // read the header's quantization), and after them with the range read back and a host copy
+  // of what this returned (FieldSummary::resolved), which that header must agree with. Empty
+  // (the default): the stage needs the range on the host first.
+  virtual Buffer resolve_on_device(const StageContext&, const FieldSummary&) const { return Buffer(); }
   // Checks a stored header (throws corrupt_data) and describes it for `fzg info`.
   virtual nlohmann::json describe_header(const StageContext&, const std::vector<uint8_t>& header) const;
   // A predictor's fill values in the field's type: its missing points, left out of the value

@@ -13,6 +13,7 @@
 #include "core/device_checks.hh"
 #include "fusions/shuffle_pack/shuffle_pack.hh"
 #include "lossless/zeroblock/zeroblock.hh"
+#include "predictors/lorenzo/lorenzo.hh"
 #include "test_util.hh"
 
 #ifdef FZG_HAVE_CUDA
@@ -334,6 +335,43 @@ TEST(Gpu, ValueRangeMatchesTheCpuAtAnyAlignment) {
 }
 
 #ifdef FZG_HAVE_CUDA
+// The quantization resolved on the device from a range there (what a GPU compress of a device
+// field encodes with) has the host's bits for every mode, type and range, extreme ones too:
+// empty, constant, denormal, spanning +-FLT_MAX or +-DBL_MAX, bounds that underflow the step
+// or overflow to infinity.
+TEST(Gpu, QuantizationResolvedOnTheDeviceIsTheHosts) {
+  FZG_REQUIRE_GPU();
+  const double flt = std::numeric_limits<float>::max(), dbl = std::numeric_limits<double>::max();
+  const std::vector<std::pair<double, double>> ranges = {
+      {0, 0},       {3.7, 3.7},   {-1, 1},          {287.3, 289.1},   {-2e-310, 3e-310}, {1e-45, 1.4e-45},
+      {-flt, flt},  {-dbl, dbl},  {1e300, 1.7e308}, {-5e30, -4e30},   {-0.0, 1e-3},      {-123456.75, 7.5e8},
+      {0, 1e-320},  {1, 1 + 1e-15}};
+  const std::vector<ErrorBound> bounds = {
+      {ErrorMode::abs, 0},     {ErrorMode::abs, 1e-300}, {ErrorMode::abs, 1e-3},  {ErrorMode::abs, 1e300},
+      {ErrorMode::abs, dbl},   {ErrorMode::rel, 0},      {ErrorMode::rel, 1e-2},  {ErrorMode::rel, 1e-4},
+      {ErrorMode::rel, 1e-7},  {ErrorMode::rel, 1},      {ErrorMode::psnr, 20},   {ErrorMode::psnr, 60.5},
+      {ErrorMode::psnr, 140},  {ErrorMode::psnr, 0},     {ErrorMode::psnr, 400}};
+  Buffer range = Buffer::device(2 * sizeof(double), nullptr);
+  for (DType type : {DType::f32, DType::f64})
+    for (const auto& [lo, hi] : ranges) {
+      const double both[2] = {lo, hi};
+      copy_bytes(range.data(), Location::device, both, Location::host, sizeof both, nullptr);
+      for (const ErrorBound& bound : bounds) {
+        const Quantization q = lorenzo::resolve_quantization(bound, type, lo, hi);
+        const lorenzo::DeviceQuantization host{lorenzo::constants_of(q, type == DType::f32), q};
+        const Buffer resolved =
+            lorenzo::resolve_quantization_cuda(lorenzo::bound_terms(bound), type, range.as<double>(), nullptr);
+        ASSERT_EQ(resolved.size(), sizeof host);
+        lorenzo::DeviceQuantization device;
+        copy_bytes(&device, Location::host, resolved.data(), Location::device, sizeof device, nullptr);
+        EXPECT_EQ(std::memcmp(&device, &host, sizeof host), 0)
+            << to_string(type) << " [" << lo << ", " << hi << "] mode " << int(bound.mode) << " " << bound.value
+            << ": step " << device.quant.step << " vs " << q.step << ", accept " << device.constants.accept_below
+            << " vs " << host.constants.accept_below;
+      }
+    }
+}
+
 // Reduced a piece at a time as the pieces arrive, the range is still the CPU's: pieces of any
 // length (empty ones too), the extremes and the NaN and infinities in different pieces, f64 as
 // f32, and nothing finite at all.

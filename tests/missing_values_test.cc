@@ -526,8 +526,8 @@ void expect_data_bits(const std::vector<T>& v, const Dims& d, const MissingValue
     std::vector<uint32_t> stale(layout.words(), 0xa5a5a5a5u);  // every word must be written
     Buffer bits = to_device(Buffer::view(stale.data(), 4 * stale.size(), Location::host), nullptr);
     double lo = -7, hi = -7, cpu_lo, cpu_hi;
-    data_bits_device(field.data(), dtype_of<T>(), d, missing, bits.as<uint32_t>(), nullptr, with_range ? &lo : nullptr,
-                     with_range ? &hi : nullptr);
+    if (with_range) data_bits_device(field.data(), dtype_of<T>(), d, missing, bits.as<uint32_t>(), nullptr, &lo, &hi);
+    else data_bits_device(field.data(), dtype_of<T>(), d, missing, bits.as<uint32_t>(), nullptr);
     const std::vector<uint8_t> got = testing::bytes_of(bits);
     ASSERT_EQ(got.size(), 4 * expected.size());
     EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0);

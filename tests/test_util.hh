@@ -353,6 +353,18 @@ inline void expect_the_gpu_writes_the_cpu_file(const Buffer& cpu_file, const Gra
   const Buffer gpu_file = compress(graph, field, options);
   ASSERT_EQ(cpu_file.size(), gpu_file.size());
   EXPECT_EQ(std::memcmp(cpu_file.data(), gpu_file.data(), cpu_file.size()), 0);
+  if (field.where == Location::host && field.size_bytes() > 0) {
+    // From the field already on the device too: the range stays there and the predictor
+    // resolves its quantization there (Stage::resolve_on_device), where a host field's range
+    // is read back while it is uploaded.
+    const Buffer resident =
+        to_device(Buffer::view(const_cast<void*>(field.data), field.size_bytes(), Location::host), nullptr);
+    FieldRef on_device = field;
+    on_device.data = resident.data(), on_device.where = Location::device;
+    const Buffer resident_file = compress(graph, on_device, options);
+    ASSERT_EQ(cpu_file.size(), resident_file.size());
+    EXPECT_EQ(std::memcmp(cpu_file.data(), resident_file.data(), cpu_file.size()), 0) << "from a device field";
+  }
   DecompressOptions cpu_decode, gpu_decode;
   gpu_decode.device = Device::cuda;
   const Decompressed a = decompress(gpu_file, cpu_decode);  // GPU file on the CPU

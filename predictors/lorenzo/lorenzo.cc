@@ -218,8 +218,21 @@ class LorenzoStage final : public Stage {
   std::vector<uint8_t> make_header(const StageContext& ctx, const FieldSummary& summary) const override {
     check_field(ctx);
     const Quantization quant = lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max);
+    if (summary.resolved) check_resolved(quant, ctx.dtype, summary.resolved);
     const MissingValues missing = missing_values(ctx.dtype);
     return lorenzo::write_header(quant, missing, header_prediction(ctx, summary, quant, missing));
+  }
+
+  // On the GPU the quantization is resolved where the range is (a kernel of one thread after the
+  // reduction), unless the prediction is chosen from a sample: that codes the sample with the
+  // quantization on the host's side first.
+  Buffer resolve_on_device(const StageContext& ctx, const FieldSummary& summary) const override {
+    if (!summary.device_range || chooses_from_sample(ctx.dtype)) return Buffer();
+    check_field(ctx);
+    const lorenzo::BoundTerms terms = lorenzo::bound_terms(summary.bound);
+    return on_backend(
+        ctx, [] { return Buffer(); },
+        [&] { return lorenzo::resolve_quantization_cuda(terms, ctx.dtype, summary.device_range, ctx.stream); });
   }
 
   nlohmann::json describe_header(const StageContext& ctx, const std::vector<uint8_t>& header) const override {
@@ -283,7 +296,13 @@ class LorenzoStage final : public Stage {
         },
         [&] {
           Buffer codes = Buffer::device(2 * n, ctx.stream);
-          Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, setup.quant,
+          // The call's quantization where resolve_on_device made it (the header's is then a
+          // placeholder until the chunks are done), else the header's, written to the device.
+          const Buffer quantization =
+              ctx.resolved ? Buffer::view(const_cast<void*>(ctx.resolved), sizeof(lorenzo::DeviceQuantization),
+                                          Location::device)
+                           : lorenzo::quantization_to_device(setup.quant, ctx.dtype, ctx.stream);
+          Buffer outliers = lorenzo::encode_cuda(inputs[0].data(), ctx.dtype, ctx.dims, quantization,
                                                  codes.as<uint16_t>(), &code_count, ctx.stream, setup.missing,
                                                  masked ? &mask : nullptr, setup.prediction, chunk_data_bits(ctx));
           // Made later (Buffer::deferred) from the field's tiles with outliers: the field stays.
@@ -327,6 +346,19 @@ class LorenzoStage final : public Stage {
     bool data_only = false;  // with fill values: codes of the points with data only (lorenzo.hh)
     lorenzo::Prediction prediction;  // the header's record, else every axis and the parameter's span
   };
+  // Whether make_header codes a sample of the field to choose the prediction (lorenzo.hh).
+  bool chooses_from_sample(DType type) const {
+    return axes_ == "auto" || (span_ == "auto" && missing_values(type).empty());
+  }
+
+  // What resolve_on_device made (a host copy of a DeviceQuantization) against the host's
+  // resolution of the same range: the encode used those bits and the header gives these.
+  static void check_resolved(const Quantization& quant, DType type, const void* resolved) {
+    const lorenzo::DeviceQuantization host{lorenzo::constants_of(quant, type == DType::f32), quant};
+    if (std::memcmp(&host, resolved, sizeof host) != 0)
+      fail(ErrorCode::cuda, "lorenzo: the quantization resolved on the device differs from the host's");
+  }
+
   // The span the parameters give (by tiles for "auto" until a record says otherwise).
   lorenzo::Span given_span() const { return span_ == "chunk" ? lorenzo::Span::chunk : lorenzo::Span::tile; }
 

@@ -70,15 +70,6 @@ struct Grid {
 __host__ __device__ constexpr uint32_t pack_counts(uint32_t escapes, uint32_t exacts) { return escapes << 16 | exacts; }
 __host__ __device__ constexpr OutlierCounts unpack_counts(uint32_t packed) { return {packed >> 16, packed & 0xffffu}; }
 
-// What the kernels need of the quantization, computed once on the host.
-struct QuantConstants {
-  double inverse_step, step, error_bound, accept_below;
-};
-
-template <typename T>
-QuantConstants constants_of(const Quantization& q) {
-  return {1.0 / q.step, q.step, q.error_bound, acceptance_threshold(sizeof(T) == 4, q.error_bound, q.min, q.max)};
-}
 
 Grid device_grid(const TileGrid& g) {
   return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count(), 0, uint32_t(g.tile_count()), 0, 0, false};
@@ -747,7 +738,8 @@ struct MaskScratch {
 // threads an SM holds (100 M values, rel 1e-3, H100: 451 -> 499-506 GB/s compress).
 template <typename T, int TX, int TY, int TZ, bool Fill, bool Across = false>
 __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __restrict__ field, Grid g,
-                                                               QuantConstants c, MissingValues missing,
+                                                               const QuantConstants* __restrict__ constants,
+                                                               MissingValues missing,
                                                                uint16_t* __restrict__ codes,
                                                                uint32_t* __restrict__ tile_counts,
                                                                unsigned long long* __restrict__ totals,
@@ -772,6 +764,7 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
   __shared__ uint32_t warp_counts[block_threads / 32];
   __shared__ std::conditional_t<Fill, MaskShared, char> mask_shared;
   __shared__ uint32_t claim_slot;
+  const QuantConstants c = *constants;  // resolved on the device, or written there from the host
   H::clear(q);
   uint32_t classes = 0;  // Fill: the classes of the run's tiles, a lane each
   static_assert(claimed_run <= 32 && tail_run <= 32, "a run's classes in a warp's lanes");
@@ -839,8 +832,10 @@ struct OutlierTargets {
 
 template <typename T, int TX, int TY, int TZ, bool Fill, bool Across = false>
 __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
-    const T* __restrict__ field, Grid g, QuantConstants c, MissingValues missing, const uint32_t* __restrict__ tile_counts,
-    const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out, uint32_t axes) {
+    const T* __restrict__ field, Grid g, const QuantConstants* __restrict__ constants, MissingValues missing,
+    const uint32_t* __restrict__ tile_counts, const OutlierCounts* __restrict__ offsets, OutlierTargets<T> out,
+    uint32_t axes) {
+  const QuantConstants c = *constants;
   using H = Halo<TX, TY, TZ>;
   __shared__ int32_t q[H::size];
   using Scan = cub::BlockScan<uint32_t, block_threads>;
@@ -1723,7 +1718,7 @@ void DeviceEncoder::finish() {
                          uint64_t(0), varlen::Plus{}, stream_);
 }
 
-void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
+void DeviceEncoder::encode_rows(const QuantConstants* constants, uint64_t first_row, uint64_t end_row, uint16_t* window,
                                 uint64_t window_first) {
   if (first_row >= end_row) return;
   // With fill values the codes' places count from the field's first point with data.
@@ -1744,18 +1739,18 @@ void DeviceEncoder::encode_rows(const Quantization& quant, uint64_t first_row, u
     using S = decltype(shape);
     if (whole_)
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false, true>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch, axes_);
+                      constants, missing_, window, tile_counts(), totals, scratch, axes_);
     else if (missing_.empty())
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch, axes_);
+                      constants, missing_, window, tile_counts(), totals, scratch, axes_);
     else
       launch_on_tiles(encode_kernel<T, S::x, S::y, S::z, true>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, window, tile_counts(), totals, scratch, axes_);
+                      constants, missing_, window, tile_counts(), totals, scratch, axes_);
   });
   trace::mark("lorenzo: encode queued");
 }
 
-Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
+Buffer DeviceEncoder::outliers(const QuantConstants* constants, OutlierCounts total) {
   Buffer stream_buffer = Buffer::device(outlier_stream_size(total, type_), stream_);
   write_counts_kernel<<<1, 1, 0, stream_>>>(stream_buffer.as<uint64_t>(), total.escapes, total.exacts);
   FZG_CUDA_CHECK_LAUNCH();
@@ -1777,13 +1772,13 @@ Buffer DeviceEncoder::outliers(const Quantization& quant, OutlierCounts total) {
     const Grid g = device_grid(grid_);
     if (whole_)
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false, true>, g, stream_, static_cast<const T*>(field_),
-                      g, constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
+                      g, constants, missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
     else if (missing_.empty())
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, false>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
+                      constants, missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
     else
       launch_on_tiles(place_outliers_kernel<T, S::x, S::y, S::z, true>, g, stream_, static_cast<const T*>(field_), g,
-                      constants_of<T>(quant), missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
+                      constants, missing_, tile_counts(), offsets.as<OutlierCounts>(), out, axes_);
   });
   return stream_buffer;
 }
@@ -1995,7 +1990,7 @@ std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const 
     using S = decltype(shape);
     auto kernel = axes_histogram_kernel<T, S::x, S::y, S::z>;
     kernel<<<resident_grid(kernel, block_threads, samples, 1), block_threads, 0, stream>>>(
-        static_cast<const T*>(field), g, constants_of<T>(quant), missing, stride, list, span_bits,
+        static_cast<const T*>(field), g, constants_of(quant, sizeof(T) == 4), missing, stride, list, span_bits,
         device_counts.as<uint32_t>());
     FZG_CUDA_CHECK_LAUNCH();
   });
@@ -2006,16 +2001,50 @@ std::vector<uint64_t> axes_histograms_cuda(const void* field, DType type, const 
   return counts;
 }
 
-Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
+namespace {
+
+__global__ void resolve_kernel(BoundTerms terms, bool f32, const double* __restrict__ range,
+                               DeviceQuantization* __restrict__ out) {
+  const Quantization q = quantization_of(terms, f32, range[0], range[1]);
+  *out = {constants_of(q, f32), q};
+}
+
+__global__ void write_quantization_kernel(DeviceQuantization resolved, DeviceQuantization* __restrict__ out) {
+  *out = resolved;
+}
+
+}  // namespace
+
+Buffer resolve_quantization_cuda(const BoundTerms& terms, DType type, const double* range, cudaStream_t stream) {
+  Buffer out = Buffer::device(sizeof(DeviceQuantization), stream);
+  resolve_kernel<<<1, 1, 0, stream>>>(terms, type == DType::f32, range, out.as<DeviceQuantization>());
+  FZG_CUDA_CHECK_LAUNCH();
+  return out;
+}
+
+Buffer quantization_to_device(const Quantization& quant, DType type, cudaStream_t stream) {
+  Buffer out = Buffer::device(sizeof(DeviceQuantization), stream);
+  // A launch with the bytes as its argument: queued like the work around it, and no copy
+  // from pageable memory to wait for.
+  write_quantization_kernel<<<1, 1, 0, stream>>>({constants_of(quant, type == DType::f32), quant},
+                                                 out.as<DeviceQuantization>());
+  FZG_CUDA_CHECK_LAUNCH();
+  return out;
+}
+
+Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Buffer& quantization, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing, Buffer* mask,
                    const Prediction& prediction, const uint32_t* data_bits) {
   check_code_order(prediction, missing);
+  if (quantization.size() != sizeof(DeviceQuantization) || !quantization.on_device())
+    fail(ErrorCode::invalid_argument, "lorenzo: the encode's quantization is not a DeviceQuantization on the device");
+  const QuantConstants* constants = &quantization.as<DeviceQuantization>()->constants;
   auto encoder = std::make_shared<DeviceEncoder>(field, type, dims, stream, missing, prediction, data_bits);
   // With fill values the code count is known before the encode (the scan of the data bits'
   // counts): read back beside it, so that the host waits for the scan alone.
   std::unique_ptr<QueuedReadBack> codes_total;
   if (!missing.empty()) codes_total = std::make_unique<QueuedReadBack>(encoder->totals() + 3, sizeof(uint64_t), stream);
-  encoder->encode_rows(quant, 0, tile_rows(dims).count, codes, 0);
+  encoder->encode_rows(constants, 0, tile_rows(dims).count, codes, 0);
   encoder->finish();
   *code_count = dims.count();
   if (codes_total) std::memcpy(code_count, codes_total->wait(), sizeof(uint64_t));
@@ -2028,10 +2057,10 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quanti
     return value;
   };
   if (mask) *mask = Buffer::deferred([encoder, total] { return encoder->mask(total(2)); });
-  return Buffer::deferred([encoder, total, quant] {
+  return Buffer::deferred([encoder, total, quantization, constants] {  // the constants' buffer lives as long
     const OutlierCounts counts{total(0), total(1)};
     trace::mark("lorenzo: outlier totals read");
-    return encoder->outliers(quant, counts);
+    return encoder->outliers(constants, counts);
   });
 }
 

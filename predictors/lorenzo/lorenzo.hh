@@ -17,6 +17,8 @@
 #include "core/device_checks.hh"
 #include "core/missing_values.hh"
 #include "core/stage.hh"
+#include "predictors/lorenzo/quantization.hh"
+#include "predictors/lorenzo/quantizer.hh"
 #include "runtime/portable.hh"
 
 namespace fzg {
@@ -198,11 +200,26 @@ void decode_cpu(const uint16_t* codes, uint64_t code_count, const uint8_t* outli
 // codes of the points with data where they go (DeviceEncoder), with no gather.
 void scatter_data_codes_cuda(const uint16_t* data_codes, uint64_t count, const uint32_t* data_bits, const Dims& dims,
                              uint16_t* codes, cudaStream_t stream);
-// With fill values `codes` receives the codes of the points with data alone, and `data_bits`
+// The quantization as a GPU encode reads it, in device memory: resolved there from the field's
+// range, so that no host waits for the range between the reduction and the encode, or written
+// there from a quantization the host holds.
+struct DeviceQuantization {
+  QuantConstants constants;
+  Quantization quant;  // what the constants come from: the header's, bit for bit
+};
+// Queued on `stream`: quantization_of and constants_of (quantization.hh, quantizer.hh) on the
+// device, from `range` (device memory: min and max as two f64, DeviceRange::on_device), the
+// same bits as on the host. Returns a DeviceQuantization's buffer.
+Buffer resolve_quantization_cuda(const BoundTerms& terms, DType type, const double* range, cudaStream_t stream);
+// A quantization the host holds, written to a DeviceQuantization's buffer on `stream`.
+Buffer quantization_to_device(const Quantization& quant, DType type, cudaStream_t stream);
+
+// `quantization`: a DeviceQuantization's buffer (above). With fill values `codes` receives the
+// codes of the points with data alone, and `data_bits`
 // (device) gives the field's DataBits where the caller has them (null: the encoder makes its
 // own, one more read of the field). The outlier stream and `mask` are deferred buffers
 // (Buffer::deferred): made, after a read-back, when first used; the field must live until then.
-Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Quantization& quant, uint16_t* codes,
+Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Buffer& quantization, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
                    Buffer* mask = nullptr, const Prediction& prediction = {}, const uint32_t* data_bits = nullptr);
 // A GPU decode's checks of its outlier stream, made on the device (core/device_checks.hh): a
@@ -242,7 +259,8 @@ class DeviceEncoder {
   DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
                 const MissingValues& missing = {}, const Prediction& prediction = {},
                 const uint32_t* data_bits = nullptr);
-  void encode_rows(const Quantization& quant, uint64_t first_row, uint64_t end_row, uint16_t* window,
+  // `constants`: device memory (DeviceQuantization::constants), read by the kernels.
+  void encode_rows(const QuantConstants* constants, uint64_t first_row, uint64_t end_row, uint16_t* window,
                    uint64_t window_first);
   // Once every row is queued: finds the tiles whose mask runs repeat (mask.hh) and where each
   // tile's runs go in the mask stream (before the host waits for the totals, so that mask()
@@ -253,7 +271,7 @@ class DeviceEncoder {
   // read-back brings all four.
   uint64_t* totals() const;
   // The outlier stream, once the caller has read the totals back.
-  Buffer outliers(const Quantization& quant, OutlierCounts totals);
+  Buffer outliers(const QuantConstants* constants, OutlierCounts totals);
   // The mask stream (with fill values), once the caller has read the run total back.
   Buffer mask(uint64_t runs);
 

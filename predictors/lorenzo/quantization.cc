@@ -10,46 +10,13 @@
 
 namespace fzg::lorenzo {
 
-Quantization resolve_quantization(const ErrorBound& request, DType type, double min, double max) {
+BoundTerms bound_terms(const ErrorBound& request) {
   if (!(std::isfinite(request.value) && request.value >= 0))
     fail(ErrorCode::invalid_argument, "the error bound must be a finite non-negative number");
-  Quantization q;
-  q.min = min, q.max = max;
-  // max - min overflows for a field spanning [-DBL_MAX, DBL_MAX]: its bound is then taken as
-  // the fraction of each end (every other field's bound keeps the bits of the usual product).
-  const double range = max - min;
-  const bool range_finite = std::isfinite(range);
-  switch (request.mode) {
-    case ErrorMode::abs: q.error_bound = request.value; break;
-    case ErrorMode::rel:
-      q.error_bound = range_finite ? request.value * range : request.value * max - request.value * min;
-      break;
-    case ErrorMode::psnr: {
-      // Errors uniform in [-eb, eb] have RMSE eb / sqrt(3): PSNR = 20 log10(range / RMSE).
-      const double fraction = std::pow(10.0, -request.value / 20.0);
-      q.error_bound = range_finite ? std::sqrt(3.0) * range * fraction
-                                   : std::sqrt(3.0) * fraction * max - std::sqrt(3.0) * fraction * min;
-      break;
-    }
-    case ErrorMode::lossless: q.error_bound = 0; break;
-  }
-  if (!(q.error_bound >= 0)) q.error_bound = 0;
-  q.step = 2 * q.error_bound;
-  // |x - q*step| <= step/2 holds before rounding to T; rounding adds at most half an ulp of the
-  // largest magnitude. Shrink the step by that much when it is small beside the bound.
-  const double largest = std::max(std::fabs(min), std::fabs(max));
-  if (largest > 0 && std::isfinite(largest) && std::isfinite(q.error_bound)) {
-    const int mantissa_bits = type == DType::f32 ? 24 : 53;
-    const double half_ulp = std::ldexp(1.0, std::ilogb(largest) - mantissa_bits);
-    if (half_ulp < q.error_bound / 2) q.step = 2 * (q.error_bound - half_ulp);
-  }
-  if (!(q.step > std::numeric_limits<double>::min() && std::isfinite(q.step))) {
-    // No usable step: pick one that reconstructs the extreme value exactly, so a constant
-    // field costs nothing; every other point is checked against the bound like any other.
-    q.step = (largest > 0 && std::isfinite(largest)) ? largest : 1.0;
-    if (!std::isfinite(q.error_bound)) q.error_bound = std::numeric_limits<double>::infinity();
-  }
-  return q;
+  BoundTerms t;
+  t.mode = request.mode, t.value = request.value;
+  if (request.mode == ErrorMode::psnr) t.root3 = std::sqrt(3.0), t.fraction = std::pow(10.0, -request.value / 20.0);
+  return t;
 }
 
 std::vector<uint8_t> write_quantization(const Quantization& q) {

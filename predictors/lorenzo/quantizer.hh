@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/field.hh"
 #include "runtime/portable.hh"
 
 namespace fzg::lorenzo {
@@ -76,7 +77,7 @@ FZG_HOST_DEVICE bool prequantize(T value, double inverse_step, double step, doub
 // which also covers the double arithmetic's own rounding. Rounding is bounded only while no
 // q*step can round past FLT_MAX to inf: a field reaching that far is always checked fully.
 // -1 disables the shortcut.
-inline double acceptance_threshold(bool is_f32, double error_bound, double min, double max) {
+FZG_HOST_DEVICE double acceptance_threshold(bool is_f32, double error_bound, double min, double max) {
   if (!is_f32) return error_bound;
   const double largest = std::fmax(std::fabs(min), std::fabs(max)) + error_bound;
   if (!(largest > 0) || !std::isfinite(largest)) return -1;
@@ -84,6 +85,15 @@ inline double acceptance_threshold(bool is_f32, double error_bound, double min, 
   const double half_ulp = std::ldexp(1.0, std::ilogb(largest) - 24);
   const double threshold = error_bound - 2 * half_ulp;
   return threshold > 0 ? threshold : -1;
+}
+
+// What the encode reads for every point: the quantization's terms, worked out once a call
+// (on the host, or on the device from a range it holds: the same bits either way).
+struct QuantConstants {
+  double inverse_step, step, error_bound, accept_below;
+};
+FZG_HOST_DEVICE QuantConstants constants_of(const Quantization& q, bool is_f32) {
+  return {1.0 / q.step, q.step, q.error_bound, acceptance_threshold(is_f32, q.error_bound, q.min, q.max)};
 }
 
 FZG_HOST_DEVICE int32_t wrapping_sub(int32_t a, int32_t b) { return int32_t(uint32_t(a) - uint32_t(b)); }
