@@ -190,14 +190,13 @@ FieldRange value_range(const Buffer& field, DType dtype, const Dims& dims, cudaS
 
 // The lossy step resolved where the range is: each stage that needs the range resolves its
 // quantization on the device (Stage::resolve_on_device), so that the chunks are queued with
-// no host wait between the reduction and the encode; the range and what each stage made are
-// read back beside the chunks' own read-backs, for the headers made again after the chunks.
-// Where a stage cannot, the host waits for the range and nothing is resolved on the device.
+// no host wait between the reduction and the encode; what each stage made is read back beside
+// the chunks' own read-backs, for its header made again after the chunks. Where a stage
+// cannot, the host waits for the range and nothing is resolved on the device.
 struct ResolvedOnDevice {
   std::vector<Buffer> made;  // per node: what resolve_on_device returned (empty for the others)
-  std::unique_ptr<QueuedReadBack> range;
   std::vector<std::unique_ptr<QueuedReadBack>> copies;  // per node, where `made` is not empty
-  explicit operator bool() const { return range != nullptr; }
+  explicit operator bool() const { return !copies.empty(); }
 };
 ResolvedOnDevice resolve_on_device(const Graph& graph, const StageContext& base, const Buffer& range,
                                    FieldSummary& summary) {
@@ -221,21 +220,17 @@ ResolvedOnDevice resolve_on_device(const Graph& graph, const StageContext& base,
     summary.min = both[0], summary.max = both[1];
     return r;
   }
-  r.range = std::make_unique<QueuedReadBack>(range.data(), range.size(), base.stream);
   r.copies.resize(nodes);
   for (size_t i = 0; i < nodes; ++i)
     if (r.made[i].size()) r.copies[i] = std::make_unique<QueuedReadBack>(r.made[i].data(), r.made[i].size(), base.stream);
   return r;
 }
 
-// After the chunks: the range read back, and the headers of the stages that resolved on the
-// device made again from it, each checked against what its stage resolved there.
-void remake_headers(const Graph& graph, const StageContext& base, ResolvedOnDevice& resolved, FieldSummary summary,
-                    std::vector<std::vector<uint8_t>>& headers) {
-  double both[2];
-  std::memcpy(both, resolved.range->wait(), sizeof both);
-  summary.min = both[0], summary.max = both[1];
-  for (size_t i = 0; i < resolved.made.size(); ++i) {
+// After the chunks: the headers of the stages that resolved on the device made again from
+// what they resolved there (the header records what the encode used).
+void remake_headers(const Graph& graph, const StageContext& base, const ResolvedOnDevice& resolved,
+                    FieldSummary summary, std::vector<std::vector<uint8_t>>& headers) {
+  for (size_t i = 0; i < resolved.copies.size(); ++i) {
     if (!resolved.copies[i]) continue;
     summary.resolved = resolved.copies[i]->wait();
     headers[i] = graph.nodes()[i].stage->make_header(base, summary);

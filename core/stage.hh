@@ -97,7 +97,7 @@ struct FieldSummary {
   // the host (resolve_on_device); null where min and max are given.
   const double* device_range = nullptr;
   // Where make_header follows resolve_on_device: a host copy of what that made, which the
-  // header must agree with; null otherwise.
+  // header records (the encode used it); min and max are then not given. Null otherwise.
   const void* resolved = nullptr;
 };
 
@@ -116,9 +116,10 @@ class Stage {
   // chunks are queued without the host waiting for the range in between: queues on ctx.stream
   // what its encode then reads (StageContext::resolved) and returns it. The executor makes the
   // header twice: before the chunks from a summary without the range (the encode must not
-  // read the header's quantization), and after them with the range read back and a host copy
-  // of what this returned (FieldSummary::resolved), which that header must agree with. Empty
-  // (the default): the stage needs the range on the host first.
+  // read the header's quantization), and after them from a host copy of what this returned
+  // (FieldSummary::resolved). Resolved on the host from the same range, the same bits (the
+  // backends write the same files). Empty (the default): the stage needs the range on the
+  // host first.
   virtual Buffer resolve_on_device(const StageContext&, const FieldSummary&) const { return Buffer(); }
   // Checks a stored header (throws corrupt_data) and describes it for `fzg info`.
   virtual nlohmann::json describe_header(const StageContext&, const std::vector<uint8_t>& header) const;

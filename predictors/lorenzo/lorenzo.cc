@@ -217,8 +217,9 @@ class LorenzoStage final : public Stage {
   // "auto", chosen from a sample of the field: lorenzo.hh) and the codes' order.
   std::vector<uint8_t> make_header(const StageContext& ctx, const FieldSummary& summary) const override {
     check_field(ctx);
-    const Quantization quant = lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max);
-    if (summary.resolved) check_resolved(quant, ctx.dtype, summary.resolved);
+    const Quantization quant = summary.resolved ? resolved_quantization(summary.resolved)
+                                                : lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min,
+                                                                                summary.max);
     const MissingValues missing = missing_values(ctx.dtype);
     return lorenzo::write_header(quant, missing, header_prediction(ctx, summary, quant, missing));
   }
@@ -351,12 +352,11 @@ class LorenzoStage final : public Stage {
     return axes_ == "auto" || (span_ == "auto" && missing_values(type).empty());
   }
 
-  // What resolve_on_device made (a host copy of a DeviceQuantization) against the host's
-  // resolution of the same range: the encode used those bits and the header gives these.
-  static void check_resolved(const Quantization& quant, DType type, const void* resolved) {
-    const lorenzo::DeviceQuantization host{lorenzo::constants_of(quant, type == DType::f32), quant};
-    if (std::memcmp(&host, resolved, sizeof host) != 0)
-      fail(ErrorCode::cuda, "lorenzo: the quantization resolved on the device differs from the host's");
+  // The quantization in what resolve_on_device made (a host copy of a DeviceQuantization).
+  static Quantization resolved_quantization(const void* resolved) {
+    lorenzo::DeviceQuantization d;
+    std::memcpy(&d, resolved, sizeof d);
+    return d.quant;
   }
 
   // The span the parameters give (by tiles for "auto" until a record says otherwise).
