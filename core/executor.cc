@@ -227,13 +227,17 @@ ResolvedOnDevice resolve_on_device(const Graph& graph, const StageContext& base,
 }
 
 // After the chunks: the headers of the stages that resolved on the device made again from
-// what they resolved there (the header records what the encode used).
+// what they resolved there (the header records what the encode used) and the header the
+// chunks were coded with (its other choices).
 void remake_headers(const Graph& graph, const StageContext& base, const ResolvedOnDevice& resolved,
                     FieldSummary summary, std::vector<std::vector<uint8_t>>& headers) {
   for (size_t i = 0; i < resolved.copies.size(); ++i) {
     if (!resolved.copies[i]) continue;
     summary.resolved = resolved.copies[i]->wait();
-    headers[i] = graph.nodes()[i].stage->make_header(base, summary);
+    StageContext ctx = base;
+    const std::vector<uint8_t> first = headers[i];
+    ctx.header = &first;
+    headers[i] = graph.nodes()[i].stage->make_header(ctx, summary);
   }
 }
 

@@ -331,7 +331,7 @@ void ArrivingRange::result(double* min, double* max) {
 
 DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream,
                          const MissingValues* missing)
-    : type_(type), stream_(stream) {
+    : stream_(stream) {
   typed(type, [&](auto zero) {
     using T = decltype(zero);
     range_ = Buffer::device(sizeof(Range<T>), stream);
@@ -372,6 +372,7 @@ void data_bits_device(const void* data, DType type, const Dims& dims, const Miss
 
 void data_bits_device(const void* data, DType type, const Dims& dims, const MissingValues& missing, uint32_t* bits,
                       cudaStream_t stream, double* min, double* max) {
+  if (!min || !max) return data_bits_device(data, type, dims, missing, bits, stream);
   Buffer reported = Buffer::device(2 * sizeof(double), stream);
   data_bits_device(data, type, dims, missing, bits, stream, reported.as<double>());
   read_reported(reported.as<double>(), stream, min, max);

@@ -66,7 +66,7 @@ void finite_range_device(const void* data, DType type, uint64_t count, double* m
 // max, queued too.
 void data_bits_device(const void* data, DType type, const Dims& dims, const MissingValues& missing, uint32_t* bits,
                       cudaStream_t stream, double* reported = nullptr);
-// The same with the range read back into `min` and `max` (waiting for it).
+// The same with the range read back into `min` and `max` (waiting for it), where both are given.
 void data_bits_device(const void* data, DType type, const Dims& dims, const MissingValues& missing, uint32_t* bits,
                       cudaStream_t stream, double* min, double* max);
 
@@ -82,7 +82,6 @@ class DeviceRange {
   void result(double* min, double* max);
 
  private:
-  DType type_;
   cudaStream_t stream_;
   Buffer range_, reported_, temp_, missing_;
 };

@@ -64,7 +64,7 @@ struct StageSpec {
   // stage needs its layout.
   bool stores_raw_when_larger = false;
   // Needs the finite value range of the whole field to make its header (the executor reduces
-  // it once, beside the field's upload).
+  // it once, beside the field's upload), or to resolve on the device (resolve_on_device).
   bool needs_value_range = false;
 };
 
@@ -91,13 +91,16 @@ struct StageContext {
 // What a header is made from: the request and what the executor knows of the whole field.
 struct FieldSummary {
   ErrorBound bound;       // as asked; lossless mode never reaches a predictor
-  double min = 0, max = 0;  // finite value range, when spec().needs_value_range
+  // The finite value range, when spec().needs_value_range, unless it stayed on the device
+  // (below): 0, 0 then.
+  double min = 0, max = 0;
   const Buffer* field = nullptr;  // the whole field, where the executor holds it (null: unknown)
-  // On the GPU, the same range in device memory (min, max as two f64) while it is on its way to
-  // the host (resolve_on_device); null where min and max are given.
+  // For resolve_on_device: the range in device memory (min, max as two f64), never read back;
+  // null where min and max are given.
   const double* device_range = nullptr;
   // Where make_header follows resolve_on_device: a host copy of what that made, which the
-  // header records (the encode used it); min and max are then not given. Null otherwise.
+  // header records (the encode used it), and the header made before the chunks is the
+  // context's (ctx.header), whose other choices it keeps. Null otherwise.
   const void* resolved = nullptr;
 };
 
@@ -117,7 +120,7 @@ class Stage {
   // what its encode then reads (StageContext::resolved) and returns it. The executor makes the
   // header twice: before the chunks from a summary without the range (the encode must not
   // read the header's quantization), and after them from a host copy of what this returned
-  // (FieldSummary::resolved). Resolved on the host from the same range, the same bits (the
+  // (FieldSummary::resolved), keeping the first header's other choices. Resolved on the host from the same range, the same bits (the
   // backends write the same files). Empty (the default): the stage needs the range on the
   // host first.
   virtual Buffer resolve_on_device(const StageContext&, const FieldSummary&) const { return Buffer(); }

@@ -337,15 +337,15 @@ TEST(Gpu, ValueRangeMatchesTheCpuAtAnyAlignment) {
 #ifdef FZG_HAVE_CUDA
 // The quantization resolved on the device from a range there (what a GPU compress of a device
 // field encodes with) has the host's bits for every mode, type and range, extreme ones too:
-// empty, constant, denormal, spanning +-FLT_MAX or +-DBL_MAX, bounds that underflow the step
-// or overflow to infinity.
+// empty, constant, denormal, spanning +-FLT_MAX or +-DBL_MAX, tiny enough that half an f64 ulp
+// is subnormal, bounds that underflow the step or overflow to infinity.
 TEST(Gpu, QuantizationResolvedOnTheDeviceIsTheHosts) {
   FZG_REQUIRE_GPU();
   const double flt = std::numeric_limits<float>::max(), dbl = std::numeric_limits<double>::max();
   const std::vector<std::pair<double, double>> ranges = {
       {0, 0},       {3.7, 3.7},   {-1, 1},          {287.3, 289.1},   {-2e-310, 3e-310}, {1e-45, 1.4e-45},
       {-flt, flt},  {-dbl, dbl},  {1e300, 1.7e308}, {-5e30, -4e30},   {-0.0, 1e-3},      {-123456.75, 7.5e8},
-      {0, 1e-320},  {1, 1 + 1e-15}};
+      {0, 1e-320},  {1, 1 + 1e-15},    {1e-300, 2e-300}, {-5e-308, 1e-307}, {-4e-308, 4e-308}};
   const std::vector<ErrorBound> bounds = {
       {ErrorMode::abs, 0},     {ErrorMode::abs, 1e-300}, {ErrorMode::abs, 1e-3},  {ErrorMode::abs, 1e300},
       {ErrorMode::abs, dbl},   {ErrorMode::rel, 0},      {ErrorMode::rel, 1e-2},  {ErrorMode::rel, 1e-4},

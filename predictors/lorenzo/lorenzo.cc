@@ -217,9 +217,15 @@ class LorenzoStage final : public Stage {
   // "auto", chosen from a sample of the field: lorenzo.hh) and the codes' order.
   std::vector<uint8_t> make_header(const StageContext& ctx, const FieldSummary& summary) const override {
     check_field(ctx);
-    const Quantization quant = summary.resolved ? resolved_quantization(summary.resolved)
-                                                : lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min,
-                                                                                summary.max);
+    if (summary.resolved) {  // after resolve_on_device: its quantization, the first header's record
+      if (!ctx.header) fail(ErrorCode::invalid_argument, "lorenzo: a header remade without the first one");
+      Quantization placeholder;
+      MissingValues missing;
+      std::optional<lorenzo::Prediction> record;
+      lorenzo::read_header(*ctx.header, &placeholder, &missing, nullptr, &record);
+      return lorenzo::write_header(resolved_quantization(summary.resolved), missing, record);
+    }
+    const Quantization quant = lorenzo::resolve_quantization(summary.bound, ctx.dtype, summary.min, summary.max);
     const MissingValues missing = missing_values(ctx.dtype);
     return lorenzo::write_header(quant, missing, header_prediction(ctx, summary, quant, missing));
   }

@@ -70,7 +70,6 @@ struct Grid {
 __host__ __device__ constexpr uint32_t pack_counts(uint32_t escapes, uint32_t exacts) { return escapes << 16 | exacts; }
 __host__ __device__ constexpr OutlierCounts unpack_counts(uint32_t packed) { return {packed >> 16, packed & 0xffffu}; }
 
-
 Grid device_grid(const TileGrid& g) {
   return {g.dims.x, g.dims.y, g.dims.z, g.tiles_x, g.tiles_y, g.tile_count(), 0, uint32_t(g.tile_count()), 0, 0, false};
 }
@@ -2057,7 +2056,8 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Buffer
     return value;
   };
   if (mask) *mask = Buffer::deferred([encoder, total] { return encoder->mask(total(2)); });
-  return Buffer::deferred([encoder, total, quantization, constants] {  // the constants' buffer lives as long
+  // `constants` may be a view (StageContext::resolved): its owner outlives the chunk's steps.
+  return Buffer::deferred([encoder, total, quantization, constants] {
     const OutlierCounts counts{total(0), total(1)};
     trace::mark("lorenzo: outlier totals read");
     return encoder->outliers(constants, counts);

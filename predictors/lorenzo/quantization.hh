@@ -1,9 +1,9 @@
 // The Lorenzo stage's lossy step: the bound and quantization step resolved from the request
 // and the field's finite value range, and their place in the stage's header.
 #pragma once
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "core/field.hh"
@@ -24,6 +24,8 @@ struct BoundTerms {
 // Checks the request (invalid_argument unless its value is finite and non-negative).
 BoundTerms bound_terms(const ErrorBound& request);
 
+// (Constants as <cfloat> macros, not numeric_limits: its constexpr functions need nvcc's
+// --expt-relaxed-constexpr in device code.)
 // The absolute bound and step for a field of f32 (else f64) values whose finite values lie in
 // [min, max]. The step leaves room for the rounding of x' = T(q * step) to T, so points do not
 // fail the bound check by rounding alone. A zero bound (constant field in rel mode) asks for an
@@ -55,11 +57,11 @@ FZG_HOST_DEVICE Quantization quantization_of(const BoundTerms& t, bool f32, doub
     const double half_ulp = std::ldexp(1.0, std::ilogb(largest) - mantissa_bits);
     if (half_ulp < q.error_bound / 2) q.step = 2 * (q.error_bound - half_ulp);
   }
-  if (!(q.step > std::numeric_limits<double>::min() && std::isfinite(q.step))) {
+  if (!(q.step > DBL_MIN && std::isfinite(q.step))) {
     // No usable step: pick one that reconstructs the extreme value exactly, so a constant
     // field costs nothing; every other point is checked against the bound like any other.
     q.step = (largest > 0 && std::isfinite(largest)) ? largest : 1.0;
-    if (!std::isfinite(q.error_bound)) q.error_bound = std::numeric_limits<double>::infinity();
+    if (!std::isfinite(q.error_bound)) q.error_bound = HUGE_VAL;
   }
   return q;
 }

@@ -1,7 +1,7 @@
 // The dual-quantization rules shared bit for bit by the CPU and CUDA backends.
 //
-// Pre-quantization: q = rint(x * (1 / step)) in double (the reciprocal computed once, on the
-// host, so every backend multiplies by the same number), kept when that product is within 2^30 and the
+// Pre-quantization: q = rint(x * (1 / step)) in double (the reciprocal computed once a call,
+// by constants_of below on the host or the device: the same number either way), kept when that product is within 2^30 and the
 // reconstruction x' = T(double(q) * step) is within the bound. A point that fails (NaN, +-Inf,
 // too large, or off by rounding) is an exact outlier: its value is stored as is. Its q still
 // feeds its neighbours' predictions (0 when there is no usable q).
@@ -10,6 +10,7 @@
 // sums, so any int32 q round-trips. Codes are sign-magnitude u16: bit 15 the sign, bits 0-14
 // the magnitude; a delta beyond +-32767 is an escape (code 0, delta in the outlier stream).
 #pragma once
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -81,7 +82,7 @@ FZG_HOST_DEVICE double acceptance_threshold(bool is_f32, double error_bound, dou
   if (!is_f32) return error_bound;
   const double largest = std::fmax(std::fabs(min), std::fabs(max)) + error_bound;
   if (!(largest > 0) || !std::isfinite(largest)) return -1;
-  if (largest > double(std::numeric_limits<float>::max())) return -1;
+  if (largest > double(FLT_MAX)) return -1;
   const double half_ulp = std::ldexp(1.0, std::ilogb(largest) - 24);
   const double threshold = error_bound - 2 * half_ulp;
   return threshold > 0 ? threshold : -1;
