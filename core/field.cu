@@ -99,7 +99,7 @@ __host__ __device__ void report(const Range<T>& r, double* min, double* max) {
 // `reported` where it is not null: what a stage resolving its quantization on the device reads.
 template <typename T>
 __global__ void __launch_bounds__(range_threads) range_total_kernel(const Range<T>* partial, unsigned blocks,
-                                                                    Range<T>* out, double* reported = nullptr) {
+                                                                    Range<T>* out, double* reported) {
   Range<T> r = {T(INFINITY), T(-INFINITY)};
   const Widen<T> widen;
   for (unsigned b = threadIdx.x; b < blocks; b += range_threads) r = widen(r, partial[b]);
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(range_threads) range_total_kernel(const Range<
   __shared__ typename Reduce::TempStorage storage;
   const Range<T> total = Reduce(storage).Reduce(r, widen);
   if (threadIdx.x == 0) {
-    *out = total;
+    if (out) *out = total;
     if (reported) report(total, reported, reported + 1);
   }
 }
@@ -117,23 +117,38 @@ __global__ void __launch_bounds__(range_threads) range_total_kernel(const Range<
 // size query, occupancy queries, scratch) took ~25 us of host time per call on an H100: a
 // 2D field's GPU compress call is ~160 us in all.
 template <typename T, typename Functor>
-void reduce_with(Functor to_range, const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream,
-                 double* reported) {
-  const unsigned blocks = resident_grid(range_kernel<T, Functor>, range_threads, count, 4 * range_threads);
-  if (temp.size() < blocks * sizeof(Range<T>)) temp = Buffer::device(blocks * sizeof(Range<T>), stream);
-  range_kernel<<<blocks, range_threads, 0, stream>>>(data, count, to_range, temp.as<Range<T>>());
-  range_total_kernel<<<1, range_threads, 0, stream>>>(temp.as<Range<T>>(), blocks, out, reported);
+unsigned range_blocks(uint64_t count) {
+  return resident_grid(range_kernel<T, Functor>, range_threads, count, 4 * range_threads);
+}
+
+// The two launches, into `partial` (room for `blocks` ranges), then *out and/or `reported`.
+template <typename T, typename Functor>
+void launch_range(Functor to_range, const T* data, uint64_t count, unsigned blocks, Range<T>* partial, Range<T>* out,
+                  double* reported, cudaStream_t stream) {
+  range_kernel<<<blocks, range_threads, 0, stream>>>(data, count, to_range, partial);
+  range_total_kernel<<<1, range_threads, 0, stream>>>(partial, blocks, out, reported);
   FZG_CUDA_CHECK_LAUNCH();
 }
 
-// `missing`: the fill values (host), `on_device` their device_copy (null without any).
+template <typename T, typename Functor>
+void reduce_with(Functor to_range, const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream) {
+  const unsigned blocks = range_blocks<T, Functor>(count);
+  if (temp.size() < blocks * sizeof(Range<T>)) temp = Buffer::device(blocks * sizeof(Range<T>), stream);
+  launch_range(to_range, data, count, blocks, temp.as<Range<T>>(), out, static_cast<double*>(nullptr), stream);
+}
+
+// Calls f with the functor that maps a point to its range: `missing` the fill values (host),
+// `on_device` their device_copy (null without any).
+template <typename T, typename F>
+void with_range_functor(const MissingValues& missing, const MissingValues* on_device, F f) {
+  if (missing.empty()) f(ToRange<T>{});
+  else f(ToRangeWithout<T>{missing.value_of<T>(1), missing.count, on_device});
+}
+
 template <typename T>
 void reduce_into(const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream,
-                 const MissingValues& missing, const MissingValues* on_device, double* reported = nullptr) {
-  if (missing.empty()) reduce_with(ToRange<T>{}, data, count, out, temp, stream, reported);
-  else
-    reduce_with(ToRangeWithout<T>{missing.value_of<T>(1), missing.count, on_device}, data, count, out, temp, stream,
-                reported);
+                 const MissingValues& missing, const MissingValues* on_device) {
+  with_range_functor<T>(missing, on_device, [&](auto to_range) { reduce_with(to_range, data, count, out, temp, stream); });
 }
 
 // Calls f(T{}) for a floating-point type.
@@ -334,16 +349,21 @@ DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStrea
     : stream_(stream) {
   typed(type, [&](auto zero) {
     using T = decltype(zero);
-    range_ = Buffer::device(sizeof(Range<T>), stream);
-    reported_ = Buffer::device(2 * sizeof(double), stream);
     const MissingValues fills = missing ? *missing : MissingValues{};
     missing_ = device_copy(fills, stream);
-    reduce_into(static_cast<const T*>(data), count, range_.as<Range<T>>(), temp_, stream, fills,
-                missing_.as<MissingValues>(), reported_.as<double>());
+    with_range_functor<T>(fills, missing_.as<MissingValues>(), [&](auto to_range) {
+      const unsigned blocks = range_blocks<T, decltype(to_range)>(count);
+      // One allocation (each costs the call a stream wait, and its release an event): the
+      // reported range first, then the blocks' ranges.
+      scratch_ = Buffer::device(reported_bytes + blocks * sizeof(Range<T>), stream);
+      launch_range(to_range, static_cast<const T*>(data), count, blocks,
+                   reinterpret_cast<Range<T>*>(scratch_.data() + reported_bytes), static_cast<Range<T>*>(nullptr),
+                   scratch_.as<double>(), stream);
+    });
   });
 }
 
-void DeviceRange::result(double* min, double* max) { read_reported(reported_.as<double>(), stream_, min, max); }
+void DeviceRange::result(double* min, double* max) { read_reported(on_device(), stream_, min, max); }
 
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream,
                          const MissingValues* missing) {
@@ -364,8 +384,8 @@ void data_bits_device(const void* data, DType type, const Dims& dims, const Miss
     if (!reported) return launch_data_bits<T, false>(static_cast<const T*>(data), layout, missing, bits, &partial,
                                                       &blocks, stream);
     launch_data_bits<T, true>(static_cast<const T*>(data), layout, missing, bits, &partial, &blocks, stream);
-    Buffer range = Buffer::device(sizeof(Range<T>), stream);
-    range_total_kernel<<<1, range_threads, 0, stream>>>(partial.as<Range<T>>(), blocks, range.as<Range<T>>(), reported);
+    range_total_kernel<<<1, range_threads, 0, stream>>>(partial.as<Range<T>>(), blocks, static_cast<Range<T>*>(nullptr),
+                                                        reported);
     FZG_CUDA_CHECK_LAUNCH();
   });
 }

@@ -76,14 +76,15 @@ void data_bits_device(const void* data, DType type, const Dims& dims, const Miss
 class DeviceRange {
  public:
   DeviceRange(const void* data, DType type, uint64_t count, cudaStream_t stream, const MissingValues* missing = nullptr);
-  const double* on_device() const { return reported_.as<double>(); }
-  // The buffer that holds on_device(), for a caller that keeps it past this object.
-  const Buffer& reported() const { return reported_; }
+  const double* on_device() const { return scratch_.as<double>(); }
+  // on_device()'s bytes, for a caller that keeps them past this object.
+  Buffer reported() const { return scratch_.slice(0, reported_bytes); }
   void result(double* min, double* max);
 
  private:
+  static constexpr size_t reported_bytes = 2 * sizeof(double);
   cudaStream_t stream_;
-  Buffer range_, reported_, temp_, missing_;
+  Buffer scratch_, missing_;  // the reported range, then the blocks' ranges; the fill values
 };
 
 // The same on device data that arrives in pieces on `stream` (an upload): add() reduces a
