@@ -177,43 +177,60 @@ namespace {
 // allocation and, at its exit, a free that waits for the device.
 constexpr size_t read_back_bytes = size_t(64) << 10;
 
+// A block and the event a queued read-back into it records (made with the block and kept: an
+// event's creation and destruction were two more CUDA calls in every read-back).
+struct ReadBackBlock {
+  uint8_t* data = nullptr;
+  cudaEvent_t landed = nullptr;
+  int device = 0;  // the event's (an event is recorded only on its own device's streams)
+};
+
 class ReadBackBlocks {
  public:
   static ReadBackBlocks& get() {
     static ReadBackBlocks* blocks = new ReadBackBlocks();  // never destroyed, like its blocks
     return *blocks;
   }
-  // A block, or null when no page-locked memory can be had (the caller copies as before;
-  // after one refusal it is not asked again).
-  uint8_t* take() {
+  // A block, or none (null data) when no page-locked memory can be had (the caller copies as
+  // before; after one refusal it is not asked again).
+  ReadBackBlock take() {
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+      cudaGetLastError();
+      return {};
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!free_.empty()) {
-        uint8_t* p = free_.back();
-        free_.pop_back();
-        return p;
-      }
-      if (refused_) return nullptr;
+      for (size_t i = free_.size(); i-- > 0;)
+        if (free_[i].device == device) {
+          const ReadBackBlock b = free_[i];
+          free_.erase(free_.begin() + ptrdiff_t(i));
+          return b;
+        }
+      if (refused_) return {};
     }
     void* p = nullptr;
-    if (cudaMallocHost(&p, read_back_bytes) != cudaSuccess) {
+    cudaEvent_t e = nullptr;
+    if (cudaMallocHost(&p, read_back_bytes) != cudaSuccess ||
+        cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
       cudaGetLastError();  // clear it: the copy goes on without the block
+      if (p) cudaFreeHost(p);
       std::lock_guard<std::mutex> lock(mutex_);
       refused_ = true;
-      return nullptr;
+      return {};
     }
     std::lock_guard<std::mutex> lock(mutex_);
     free_.reserve(++lent_);  // so that give() never allocates
-    return static_cast<uint8_t*>(p);
+    return {static_cast<uint8_t*>(p), e, device};
   }
-  void give(uint8_t* p) {
+  void give(const ReadBackBlock& b) {
     std::lock_guard<std::mutex> lock(mutex_);
-    free_.push_back(p);
+    free_.push_back(b);
   }
 
  private:
   std::mutex mutex_;
-  std::vector<uint8_t*> free_;
+  std::vector<ReadBackBlock> free_;
   size_t lent_ = 0;  // blocks made
   bool refused_ = false;
 };
@@ -222,14 +239,14 @@ class ReadBackBlocks {
 
 void device_copy(void* dst, Location dst_where, const void* src, Location src_where, size_t size_bytes,
                  cudaStream_t stream, bool wait) {
-  uint8_t* bounce = nullptr;
+  ReadBackBlock bounce;
   if (wait && dst_where == Location::host && src_where == Location::device && size_bytes <= read_back_bytes &&
-      (bounce = ReadBackBlocks::get().take())) {
+      (bounce = ReadBackBlocks::get().take()).data) {
     // A failed call throws and keeps the block out of the pool: a copy may still land in it.
-    cuda_check(cudaMemcpyAsync(bounce, src, size_bytes, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (read-back)",
-               __FILE__, __LINE__);
+    cuda_check(cudaMemcpyAsync(bounce.data, src, size_bytes, cudaMemcpyDeviceToHost, stream),
+               "cudaMemcpyAsync (read-back)", __FILE__, __LINE__);
     cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize (read-back)", __FILE__, __LINE__);
-    std::memcpy(dst, bounce, size_bytes);
+    std::memcpy(dst, bounce.data, size_bytes);
     ReadBackBlocks::get().give(bounce);
     return;
   }
@@ -238,9 +255,8 @@ void device_copy(void* dst, Location dst_where, const void* src, Location src_wh
 }
 
 struct QueuedReadBack::State {
-  uint8_t* block = nullptr;     // lent page-locked memory, or null: then `bytes` holds the copy
-  std::vector<uint8_t> bytes;
-  cudaEvent_t landed = nullptr;  // recorded after the copy
+  ReadBackBlock block;  // lent page-locked memory and its event, recorded after the copy; or
+  std::vector<uint8_t> bytes;  // none: then this holds the copy
   bool waited = false;
 };
 
@@ -248,41 +264,34 @@ QueuedReadBack::QueuedReadBack(const void* device_src, size_t size_bytes, cudaSt
     : state_(std::make_unique<State>()) {
   if (size_bytes > read_back_bytes) fail(ErrorCode::invalid_argument, "a queued read-back of over 64 KiB");
   State& s = *state_;
-  s.block = ReadBackBlocks::get().take();
-  if (!s.block) {  // no page-locked memory to be had: an ordinary read-back now
+  const ReadBackBlock block = ReadBackBlocks::get().take();
+  if (!block.data) {  // no page-locked memory to be had: an ordinary read-back now
     s.bytes.resize(size_bytes);
     device_copy(s.bytes.data(), Location::host, device_src, Location::device, size_bytes, stream, true);
     s.waited = true;
     return;
   }
   // Until the copy has landed the block stays out of the pool (a failed call keeps it out).
-  FZG_CUDA_CHECK(cudaMemcpyAsync(s.block, device_src, size_bytes, cudaMemcpyDeviceToHost, stream));
-  FZG_CUDA_CHECK(cudaEventCreateWithFlags(&s.landed, cudaEventDisableTiming));
-  const cudaError_t recorded = cudaEventRecord(s.landed, stream);
-  if (recorded != cudaSuccess) {  // throws below: the block stays out of the pool
-    cudaEventDestroy(s.landed);
-    cuda_check(recorded, "cudaEventRecord (read-back)", __FILE__, __LINE__);
-  }
+  FZG_CUDA_CHECK(cudaMemcpyAsync(block.data, device_src, size_bytes, cudaMemcpyDeviceToHost, stream));
+  FZG_CUDA_CHECK(cudaEventRecord(block.landed, stream));
+  s.block = block;  // from here the destructor waits for the event before the block goes back
 }
 
 QueuedReadBack::~QueuedReadBack() {
   State& s = *state_;
-  if (s.landed) {
-    // A destructor reports nothing: a failure stays the runtime's last error for the next check.
-    const bool landed = s.waited || cudaEventSynchronize(s.landed) == cudaSuccess;
-    cudaEventDestroy(s.landed);
-    if (!landed) return;  // the copy may still land: the block stays out of the pool
-  }
-  if (s.block) ReadBackBlocks::get().give(s.block);
+  if (!s.block.data) return;
+  // A destructor reports nothing: a failure stays the runtime's last error for the next check.
+  const bool landed = s.waited || cudaEventSynchronize(s.block.landed) == cudaSuccess;
+  if (landed) ReadBackBlocks::get().give(s.block);  // else the copy may still land: kept out
 }
 
 const void* QueuedReadBack::wait() {
   State& s = *state_;
   if (!s.waited) {
-    FZG_CUDA_CHECK(cudaEventSynchronize(s.landed));
+    FZG_CUDA_CHECK(cudaEventSynchronize(s.block.landed));
     s.waited = true;
   }
-  return s.block ? s.block : s.bytes.data();
+  return s.block.data ? s.block.data : s.bytes.data();
 }
 
 void device_synchronize(cudaStream_t stream) { FZG_CUDA_CHECK(cudaStreamSynchronize(stream)); }
