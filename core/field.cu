@@ -95,8 +95,8 @@ __host__ __device__ void report(const Range<T>& r, double* min, double* max) {
   *min = lo + 0.0, *max = hi + 0.0;
 }
 
-// The blocks' ranges into *out (one block), and reported as two f64 (min, max) into
-// `reported` where it is not null: what a stage resolving its quantization on the device reads.
+// The blocks' ranges into *out where it is not null (one block), and reported as two f64
+// (min, max) into `reported` where that is not null: what a stage resolving its quantization on the device reads.
 template <typename T>
 __global__ void __launch_bounds__(range_threads) range_total_kernel(const Range<T>* partial, unsigned blocks,
                                                                     Range<T>* out, double* reported) {
@@ -112,10 +112,7 @@ __global__ void __launch_bounds__(range_threads) range_total_kernel(const Range<
   }
 }
 
-// Queues the range of data[0, count) into *out; `temp` grows to the blocks' partial ranges.
-// Two launches of our own rather than CUB's device-wide reduction, whose dispatch (a scratch
-// size query, occupancy queries, scratch) took ~25 us of host time per call on an H100: a
-// 2D field's GPU compress call is ~160 us in all.
+// The range's blocks: at most one wave of resident ones.
 template <typename T, typename Functor>
 unsigned range_blocks(uint64_t count) {
   return resident_grid(range_kernel<T, Functor>, range_threads, count, 4 * range_threads);
@@ -130,6 +127,10 @@ void launch_range(Functor to_range, const T* data, uint64_t count, unsigned bloc
   FZG_CUDA_CHECK_LAUNCH();
 }
 
+// Queues the range of data[0, count) into *out; `temp` grows to the blocks' partial ranges.
+// Two launches of our own rather than CUB's device-wide reduction, whose dispatch (a scratch
+// size query, occupancy queries, scratch) took ~25 us of host time per call on an H100: a
+// 2D field's GPU compress call is ~160 us in all.
 template <typename T, typename Functor>
 void reduce_with(Functor to_range, const T* data, uint64_t count, Range<T>* out, Buffer& temp, cudaStream_t stream) {
   const unsigned blocks = range_blocks<T, Functor>(count);

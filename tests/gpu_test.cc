@@ -310,6 +310,67 @@ TEST(Gpu, ShufflePackEncodesAnyBytesLikeTheCpuStages) {
     }
 }
 
+#ifdef FZG_HAVE_CUDA
+// Stream checksums on the device are the CPU's for any number of streams (batches of eight a
+// launch), empty ones among them, host and device buffers mixed, slices at odd offsets; and the
+// container's checksum-and-copy puts each stream's bytes, zero-padded, where it is told.
+TEST(Gpu, ChecksumsOfManyStreamsMatchTheCpu) {
+  FZG_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  const std::vector<size_t> sizes = {0, 1, 7, 8, 9, 4099, 0, 100000, 5, 64, 12345, 0, 3, 65536, 17, 2};
+  std::vector<std::vector<uint8_t>> bytes;
+  for (size_t n : sizes) {
+    std::vector<uint8_t> b(n);
+    for (uint8_t& v : b) v = uint8_t(rng());
+    bytes.push_back(std::move(b));
+  }
+  std::vector<Buffer> buffers;
+  std::vector<Buffer> whole;  // the device allocations the slices come from
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const Buffer host = Buffer::view(bytes[k].data(), bytes[k].size(), Location::host);
+    if (k % 5 == 3) {
+      buffers.push_back(host);
+      continue;
+    }
+    const size_t offset = k % 3 == 1 ? 4 : k % 3 == 2 ? 1 : 0;  // shuffle-pack's streams start 4 bytes in
+    std::vector<uint8_t> padded(offset + sizes[k], 0xee);
+    std::copy(bytes[k].begin(), bytes[k].end(), padded.begin() + ptrdiff_t(offset));
+    whole.push_back(to_device(Buffer::view(padded.data(), padded.size(), Location::host), nullptr));
+    buffers.push_back(whole.back().slice(offset, sizes[k]));
+  }
+  const std::vector<uint64_t> sums = checksums(buffers, nullptr);
+  ASSERT_EQ(sums.size(), sizes.size());
+  for (size_t k = 0; k < sizes.size(); ++k)
+    EXPECT_EQ(sums[k], checksum_host(bytes[k].data(), bytes[k].size())) << "stream " << k << " of " << sizes[k];
+
+  std::vector<Buffer> streams;
+  std::vector<uint64_t> offsets;
+  uint64_t at = 0;
+  for (size_t k = 0; k < sizes.size(); ++k)
+    if (buffers[k].on_device()) {
+      streams.push_back(buffers[k]);
+      offsets.push_back(at);
+      at += (sizes[k] + 7) / 8 * 8;
+    }
+  std::vector<uint8_t> stale(at, 0x5a);  // every padding byte must be written
+  Buffer file = to_device(Buffer::view(stale.data(), stale.size(), Location::host), nullptr);
+  Buffer device_sums = Buffer::device(streams.size() * sizeof(uint64_t), nullptr);
+  checksum_copy_device(streams, offsets, file.data(), device_sums.as<uint64_t>(), nullptr);
+  const std::vector<uint8_t> copied = testing::bytes_of(file);
+  const std::vector<uint8_t> summed = testing::bytes_of(device_sums);
+  for (size_t s = 0, k = 0; k < sizes.size(); ++k) {
+    if (!buffers[k].on_device()) continue;
+    std::vector<uint8_t> expected((sizes[k] + 7) / 8 * 8, 0);
+    std::copy(bytes[k].begin(), bytes[k].end(), expected.begin());
+    EXPECT_TRUE(std::equal(expected.begin(), expected.end(), copied.begin() + ptrdiff_t(offsets[s]))) << "stream " << k;
+    uint64_t terms;
+    std::memcpy(&terms, summed.data() + 8 * s, 8);
+    EXPECT_EQ(terms + checksum_mix(sizes[k]), checksum_host(bytes[k].data(), bytes[k].size())) << "stream " << k;
+    ++s;
+  }
+}
+#endif
+
 // The device value range is the CPU's for any length and any alignment of the data, with NaN,
 // infinities and denormals in it.
 TEST(Gpu, ValueRangeMatchesTheCpuAtAnyAlignment) {
