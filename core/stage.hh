@@ -120,9 +120,9 @@ class Stage {
   // what its encode then reads (StageContext::resolved) and returns it. The executor makes the
   // header twice: before the chunks from a summary without the range (the encode must not
   // read the header's quantization), and after them from a host copy of what this returned
-  // (FieldSummary::resolved), keeping the first header's other choices. Resolved on the host from the same range, the same bits (the
-  // backends write the same files). Empty (the default): the stage needs the range on the
-  // host first.
+  // (FieldSummary::resolved), keeping the first header's other choices. What it resolves must
+  // be what the host resolves from the same range, bit for bit (the backends write the same
+  // files). Empty (the default): the stage needs the range on the host first.
   virtual Buffer resolve_on_device(const StageContext&, const FieldSummary&) const { return Buffer(); }
   // Checks a stored header (throws corrupt_data) and describes it for `fzg info`.
   virtual nlohmann::json describe_header(const StageContext&, const std::vector<uint8_t>& header) const;

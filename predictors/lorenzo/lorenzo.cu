@@ -2056,7 +2056,8 @@ Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Buffer
     return value;
   };
   if (mask) *mask = Buffer::deferred([encoder, total] { return encoder->mask(total(2)); });
-  // `constants` may be a view (StageContext::resolved): its owner outlives the chunk's steps.
+  // `quantization` kept: it owns `constants` where the host's were written to the device (a
+  // view of StageContext::resolved is owned by the executor, past the chunk's steps).
   return Buffer::deferred([encoder, total, quantization, constants] {
     const OutlierCounts counts{total(0), total(1)};
     trace::mark("lorenzo: outlier totals read");
