@@ -215,9 +215,7 @@ ResolvedOnDevice resolve_on_device(const Graph& graph, const StageContext& base,
   summary.device_range = nullptr;
   if (!every) {  // the host waits for the range
     r.made.clear();
-    double both[2];
-    copy_bytes(both, Location::host, range.data(), Location::device, sizeof both, base.stream);
-    summary.min = both[0], summary.max = both[1];
+    read_device_range(range.as<double>(), base.stream, &summary.min, &summary.max);
     return r;
   }
   r.copies.resize(nodes);

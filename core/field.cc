@@ -138,4 +138,10 @@ void finite_range(const void* data, DType type, uint64_t count, double* min, dou
   }
 }
 
+void read_device_range(const double* range, cudaStream_t stream, double* min, double* max) {
+  double both[2];
+  copy_bytes(both, Location::host, range, Location::device, sizeof both, stream);
+  *min = both[0], *max = both[1];
+}
+
 }  // namespace fzg

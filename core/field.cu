@@ -169,13 +169,6 @@ void read_range(DType type, const Buffer& range, cudaStream_t stream, double* mi
   });
 }
 
-// A reported range (two f64 in device memory), read back.
-void read_reported(const double* reported, cudaStream_t stream, double* min, double* max) {
-  double both[2];
-  copy_bytes(both, Location::host, reported, Location::device, sizeof both, stream);
-  *min = both[0], *max = both[1];
-}
-
 // A lane's V consecutive points of a row, loaded at once (16 bytes where V > 1).
 template <typename T, int V>
 struct Points {
@@ -364,7 +357,7 @@ DeviceRange::DeviceRange(const void* data, DType type, uint64_t count, cudaStrea
   });
 }
 
-void DeviceRange::result(double* min, double* max) { read_reported(on_device(), stream_, min, max); }
+void DeviceRange::result(double* min, double* max) { read_device_range(on_device(), stream_, min, max); }
 
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream,
                          const MissingValues* missing) {
@@ -396,7 +389,7 @@ void data_bits_device(const void* data, DType type, const Dims& dims, const Miss
   if (!min || !max) return data_bits_device(data, type, dims, missing, bits, stream);
   Buffer reported = Buffer::device(2 * sizeof(double), stream);
   data_bits_device(data, type, dims, missing, bits, stream, reported.as<double>());
-  read_reported(reported.as<double>(), stream, min, max);
+  read_device_range(reported.as<double>(), stream, min, max);
 }
 
 }  // namespace fzg

@@ -54,6 +54,9 @@ struct MissingValues;  // core/missing_values.hh
 // when given), OpenMP-parallel.
 void finite_range(const void* data, DType type, uint64_t count, double* min, double* max,
                   const MissingValues* missing = nullptr);
+// A range the device holds as two f64 (min, max: DeviceRange::on_device, data_bits_device's
+// `reported`), read back into *min and *max (waiting for `stream`).
+void read_device_range(const double* range, cudaStream_t stream, double* min, double* max);
 #ifdef FZG_HAVE_CUDA
 // The same on device data, stream-ordered on `stream` (waits for the result).
 void finite_range_device(const void* data, DType type, uint64_t count, double* min, double* max, cudaStream_t stream,

@@ -216,8 +216,9 @@ Buffer quantization_to_device(const Quantization& quant, DType type, cudaStream_
 
 // `quantization`: a DeviceQuantization's buffer (above). With fill values `codes` receives the
 // codes of the points with data alone, and `data_bits` (device) gives the field's DataBits
-// where the caller has them (null: the encoder makes its own, one more read of the field). The outlier stream and `mask` are deferred buffers
-// (Buffer::deferred): made, after a read-back, when first used; the field must live until then.
+// where the caller has them (null: the encoder makes its own, one more read of the field).
+// The outlier stream and `mask` are deferred buffers (Buffer::deferred): made, after a
+// read-back, when first used; the field must live until then.
 Buffer encode_cuda(const void* field, DType type, const Dims& dims, const Buffer& quantization, uint16_t* codes,
                    uint64_t* code_count, cudaStream_t stream, const MissingValues& missing = {},
                    Buffer* mask = nullptr, const Prediction& prediction = {}, const uint32_t* data_bits = nullptr);

@@ -1,10 +1,11 @@
 // The dual-quantization rules shared bit for bit by the CPU and CUDA backends.
 //
 // Pre-quantization: q = rint(x * (1 / step)) in double (the reciprocal computed once a call,
-// by constants_of below on the host or the device: the same number either way), kept when that product is within 2^30 and the
-// reconstruction x' = T(double(q) * step) is within the bound. A point that fails (NaN, +-Inf,
-// too large, or off by rounding) is an exact outlier: its value is stored as is. Its q still
-// feeds its neighbours' predictions (0 when there is no usable q).
+// by constants_of below on the host or the device: the same number either way), kept when
+// that product is within 2^30 and the reconstruction x' = T(double(q) * step) is within the
+// bound. A point that fails (NaN, +-Inf, too large, or off by rounding) is an exact outlier:
+// its value is stored as is. Its q still feeds its neighbours' predictions (0 when there is
+// no usable q).
 //
 // Lorenzo deltas are taken in wrapping 32-bit arithmetic and inverted by wrapping prefix
 // sums, so any int32 q round-trips. Codes are sign-magnitude u16: bit 15 the sign, bits 0-14
@@ -13,7 +14,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "core/field.hh"
 #include "runtime/portable.hh"
