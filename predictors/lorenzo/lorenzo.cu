@@ -1750,10 +1750,12 @@ void DeviceEncoder::encode_rows(const QuantConstants* constants, uint64_t first_
 }
 
 Buffer DeviceEncoder::outliers(const QuantConstants* constants, OutlierCounts total) {
+  // No outliers (most calls): the stream is its two counts, which the totals' first two words
+  // already are on the device (final once the encode is done): no allocation, no launch.
+  if (total.escapes + total.exacts == 0) return counts_.slice(0, outlier_stream_size(total, type_));
   Buffer stream_buffer = Buffer::device(outlier_stream_size(total, type_), stream_);
   write_counts_kernel<<<1, 1, 0, stream_>>>(stream_buffer.as<uint64_t>(), total.escapes, total.exacts);
   FZG_CUDA_CHECK_LAUNCH();
-  if (total.escapes + total.exacts == 0) return stream_buffer;
   const uint64_t tiles = grid_.tile_count();
   Buffer offsets = Buffer::device((tiles + 1) * sizeof(OutlierCounts), stream_);
   // Where each tile's outliers go: the shared scan of the per-tile counts.

@@ -270,7 +270,8 @@ class DeviceEncoder {
   // exacts and mask runs, and the code count with fill values (0 without), so that one
   // read-back brings all four.
   uint64_t* totals() const;
-  // The outlier stream, once the caller has read the totals back.
+  // The outlier stream, once the caller has read the totals back (with no outliers, a slice of
+  // the encoder's own totals, whose first two words are the stream).
   Buffer outliers(const QuantConstants* constants, OutlierCounts totals);
   // The mask stream (with fill values), once the caller has read the run total back.
   Buffer mask(uint64_t runs);
