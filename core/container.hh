@@ -89,6 +89,12 @@ Container read_metadata(const uint8_t* head, uint64_t available, uint64_t file_b
 // is too large to travel as a kernel argument.
 void finish_metadata_device(const std::vector<uint8_t>& metadata, uint64_t streams, const uint64_t* stream_sums,
                             uint8_t* file, cudaStream_t stream);
+// Both steps of a device file's assembly: each device stream copied to file + offsets[s] and
+// summed (checksum_copy_device), then the metadata finished. One launch where the metadata
+// travels as a kernel argument and the streams are at most eight (the kernel's last block
+// finishes the metadata), else those two functions in turn.
+void copy_streams_and_finish_device(const std::vector<uint8_t>& metadata, const std::vector<Buffer>& streams,
+                                    const std::vector<uint64_t>& offsets, uint8_t* file, cudaStream_t stream);
 #endif
 
 }  // namespace fzg

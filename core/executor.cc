@@ -105,9 +105,7 @@ Buffer assemble_on_device(Container& c, const std::vector<Buffer>& streams, Loca
   std::vector<uint64_t> offsets;
   for (const auto& chunk : c.chunks) offsets.insert(offsets.end(), chunk.stream_offsets.begin(), chunk.stream_offsets.end());
   Buffer file = Buffer::device(c.total_bytes, stream);
-  Buffer sums = Buffer::device(std::max<size_t>(1, streams.size()) * sizeof(uint64_t), stream);
-  checksum_copy_device(streams, offsets, file.data(), sums.as<uint64_t>(), stream);
-  finish_metadata_device(metadata, streams.size(), sums.as<uint64_t>(), file.data(), stream);
+  copy_streams_and_finish_device(metadata, streams, offsets, file.data(), stream);
   trace::mark("container queued");
   return file;
 #else
