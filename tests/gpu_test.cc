@@ -371,6 +371,43 @@ TEST(Gpu, ChecksumsOfManyStreamsMatchTheCpu) {
 }
 #endif
 
+#ifdef FZG_HAVE_CUDA
+// A device file's assembly in one launch (streams copied and summed, the metadata finished by
+// the last block) writes the bytes of the two-step path: streams of every size, empty ones
+// among them, at odd source offsets, one to eight of them.
+TEST(Gpu, OneLaunchAssemblyWritesTheTwoStepBytes) {
+  FZG_REQUIRE_GPU();
+  std::mt19937 rng(41);
+  const std::vector<size_t> sizes = {100003, 0, 9, 4096, 1, 65539, 0, 777};
+  for (size_t n = 1; n <= sizes.size(); ++n) {
+    std::vector<Buffer> streams, whole;
+    std::vector<uint64_t> offsets;
+    const uint64_t metadata_words = 24 + 2 * n;  // a stream table (size, checksum) ends it
+    std::vector<uint8_t> metadata(8 * metadata_words);
+    for (uint8_t& b : metadata) b = uint8_t(rng());
+    uint64_t at = 8 * metadata_words;
+    for (size_t k = 0; k < n; ++k) {
+      const size_t offset = k % 2 ? 4 : 0;
+      std::vector<uint8_t> bytes(offset + sizes[k]);
+      for (uint8_t& b : bytes) b = uint8_t(rng());
+      whole.push_back(to_device(Buffer::view(bytes.data(), bytes.size(), Location::host), nullptr));
+      streams.push_back(whole.back().slice(offset, sizes[k]));
+      offsets.push_back(at);
+      at += (sizes[k] + 7) / 8 * 8;
+    }
+    std::vector<uint8_t> stale(at, 0x3c);
+    Buffer one = to_device(Buffer::view(stale.data(), stale.size(), Location::host), nullptr);
+    Buffer two = to_device(Buffer::view(stale.data(), stale.size(), Location::host), nullptr);
+    copy_streams_and_finish_device(metadata, streams, offsets, one.data(), nullptr);
+    Buffer sums = Buffer::device(n * sizeof(uint64_t), nullptr);
+    copy_bytes(two.data(), Location::device, metadata.data(), Location::host, metadata.size(), nullptr);
+    checksum_copy_device(streams, offsets, two.data(), sums.as<uint64_t>(), nullptr);
+    finish_metadata_device(metadata, n, sums.as<uint64_t>(), two.data(), nullptr);
+    EXPECT_EQ(testing::bytes_of(one), testing::bytes_of(two)) << n << " streams";
+  }
+}
+#endif
+
 // The device value range is the CPU's for any length and any alignment of the data, with NaN,
 // infinities and denormals in it.
 TEST(Gpu, ValueRangeMatchesTheCpuAtAnyAlignment) {
