@@ -30,31 +30,39 @@ struct InlineMetadata {
 using SmallMetadata = InlineMetadata<64>;
 using LargeMetadata = InlineMetadata<480>;
 
-// One block. With `has_inline`, the metadata goes to the file first (else its bytes are there
-// already); then each stream's checksum slot gets its summed terms plus the length term,
-// and the header checksum word the fzg64 of the whole metadata (computed with that word zero, as on the CPU).
+// The metadata's finish, by one block: with `has_inline` the metadata goes to the file first
+// (else its bytes are there already); then each stream's checksum slot gets its summed terms
+// (`sum_of(s)`) plus the length term, and the header checksum word the fzg64 of the whole
+// metadata (computed with that word zero, as on the CPU).
+template <int Threads, typename Inline, typename SumOf>
+__device__ void finish_metadata_block(uint64_t* file, uint64_t words, uint64_t streams, const Inline& metadata,
+                                      bool has_inline, SumOf sum_of) {
+  if (has_inline)
+    for (uint64_t i = threadIdx.x; i < words; i += Threads) file[i] = metadata.words[i];
+  __syncthreads();
+  // The stream table ends the metadata: per stream, its size then its checksum.
+  for (uint64_t s = threadIdx.x; s < streams; s += Threads) {
+    const uint64_t slot = words - 2 * uint64_t(streams - s);
+    file[slot + 1] = sum_of(s) + checksum_mix(file[slot]);
+  }
+  if (threadIdx.x == 0) file[header_checksum_word] = 0;
+  __syncthreads();
+  uint64_t part = 0;
+  for (uint64_t i = threadIdx.x; i < words; i += Threads) part += checksum_mix(file[i] ^ (i * checksum_salt));
+  using Reduce = cub::BlockReduce<uint64_t, Threads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const uint64_t sum = Reduce(storage).Sum(part);
+  __syncthreads();  // every thread has read the checksum word before it changes
+  if (threadIdx.x == 0) file[header_checksum_word] = sum + checksum_mix(8 * words);
+}
+
 template <typename Inline>
 __global__ void __launch_bounds__(block_threads) finish_metadata_kernel(uint64_t* file, uint64_t words,
                                                                         uint64_t streams,
                                                                         const uint64_t* __restrict__ stream_sums,
                                                                         Inline metadata, bool has_inline) {
-  if (has_inline)
-    for (uint64_t i = threadIdx.x; i < words; i += block_threads) file[i] = metadata.words[i];
-  __syncthreads();
-  // The stream table ends the metadata: per stream, its size then its checksum.
-  for (uint64_t s = threadIdx.x; s < streams; s += block_threads) {
-    const uint64_t slot = words - 2 * uint64_t(streams - s);
-    file[slot + 1] = stream_sums[s] + checksum_mix(file[slot]);
-  }
-  if (threadIdx.x == 0) file[header_checksum_word] = 0;
-  __syncthreads();
-  uint64_t part = 0;
-  for (uint64_t i = threadIdx.x; i < words; i += block_threads) part += checksum_mix(file[i] ^ (i * checksum_salt));
-  using Reduce = cub::BlockReduce<uint64_t, block_threads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const uint64_t sum = Reduce(storage).Sum(part);
-  __syncthreads();  // every thread has read the checksum word before it changes
-  if (threadIdx.x == 0) file[header_checksum_word] = sum + checksum_mix(8 * words);
+  finish_metadata_block<block_threads>(file, words, streams, metadata, has_inline,
+                                       [&](uint64_t s) { return stream_sums[s]; });
 }
 
 template <typename Inline>
@@ -88,21 +96,9 @@ __global__ void __launch_bounds__(checksum_threads) copy_sum_finish_kernel(Summe
   __syncthreads();
   if (!last) return;  // uniform across the block
   __threadfence();
-  for (uint64_t i = threadIdx.x; i < words; i += checksum_threads) file[i] = metadata.words[i];
-  __syncthreads();
-  for (uint64_t s = threadIdx.x; s < streams; s += checksum_threads) {
-    const uint64_t slot = words - 2 * uint64_t(streams - s);
-    file[slot + 1] = __ldcg(sums + s) + checksum_mix(file[slot]);  // the other blocks' atomics, from L2
-  }
-  if (threadIdx.x == 0) file[header_checksum_word] = 0;
-  __syncthreads();
-  uint64_t part = 0;
-  for (uint64_t i = threadIdx.x; i < words; i += checksum_threads) part += checksum_mix(file[i] ^ (i * checksum_salt));
-  using Reduce = cub::BlockReduce<uint64_t, checksum_threads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const uint64_t sum = Reduce(storage).Sum(part);
-  __syncthreads();  // every thread has read the checksum word before it changes
-  if (threadIdx.x == 0) file[header_checksum_word] = sum + checksum_mix(8 * words);
+  // The other blocks' atomics, from L2.
+  finish_metadata_block<checksum_threads>(file, words, streams, metadata, true,
+                                          [&](uint64_t s) { return uint64_t(__ldcg(sums + s)); });
 }
 
 }  // namespace

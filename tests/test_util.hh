@@ -364,6 +364,13 @@ inline void expect_the_gpu_writes_the_cpu_file(const Buffer& cpu_file, const Gra
     const Buffer resident_file = compress(graph, on_device, options);
     ASSERT_EQ(cpu_file.size(), resident_file.size());
     EXPECT_EQ(std::memcmp(cpu_file.data(), resident_file.data(), cpu_file.size()), 0) << "from a device field";
+    // And into a device file: streams copied, summed and the metadata finished on the device
+    // (assemble_on_device), where a host file takes them back first.
+    CompressOptions to_device_file = options;
+    to_device_file.output = Location::device;
+    const Buffer device_file = compress(graph, on_device, to_device_file);
+    EXPECT_TRUE(device_file.on_device());
+    EXPECT_EQ(bytes_of(device_file), bytes_of(cpu_file)) << "from a device field into a device file";
   }
   DecompressOptions cpu_decode, gpu_decode;
   gpu_decode.device = Device::cuda;
