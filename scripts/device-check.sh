@@ -4,10 +4,15 @@
 # stops at 600 s and the whole check takes longer, so it runs in phases, one call each on the
 # same (warm) machine:
 #   bash scripts/device-check.sh build    configure and build (1.5-5 minutes on a fresh machine)
-#   bash scripts/device-check.sh tests [K/N]   configure, build (nothing left after `build`),
-#                                         ctest: every test, or the K-th of N shards (tests K,
-#                                         K + N, ...); the whole suite took over 600 s once, so
-#                                         run `tests 1/2` and `tests 2/2`
+#   bash scripts/device-check.sh tests    configure, build (nothing left after `build`), and
+#                                         every test: fzg_tests as four gtest shards side by side
+#                                         (a process runs many tests; under ctest each test is a
+#                                         process of its own, most of whose time is starting CUDA:
+#                                         the suite took over 600 s that way), then the other
+#                                         tests through ctest (-LE gtest)
+#   bash scripts/device-check.sh tests K/N   the same through ctest alone, a process a test: the
+#                                         K-th of N shards (tests K, K + N, ...; `tests 1/2` and
+#                                         `tests 2/2` fit a device call each)
 #   bash scripts/device-check.sh checks   on that build: the extreme-value bound check,
 #                                         compute-sanitizer, benchmarks, the summary
 #   bash scripts/device-check.sh          all, in turn
@@ -19,12 +24,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 phase=${1:-all}
-shard=${2:-1/1}
+shard=${2:-}  # none: gtest shards in one go (below)
 case "$phase" in
   build | tests | checks | all) ;;
   *) echo "usage: device-check.sh [build|tests [K/N]|checks]" >&2; exit 2 ;;
 esac
-[[ "$shard" =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]] && [ "${shard%/*}" -le "${shard#*/}" ] ||
+[ -z "$shard" ] || { [[ "$shard" =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]] && [ "${shard%/*}" -le "${shard#*/}" ]; } ||
   { echo "device-check.sh: a shard is K/N with 1 <= K <= N" >&2; exit 2; }
 root=$(pwd)
 out=$root/build-device/out
@@ -40,7 +45,8 @@ pack_logs() {
 
 tests_bin=build-device/tests/fzg_tests
 if [ "$phase" != checks ]; then
-  k=${shard%/*} n=${shard#*/}
+  k=1 n=1
+  [ -n "$shard" ] && k=${shard%/*} n=${shard#*/}
   # `build` (and a whole check) starts from no logs. A shard replaces its own and keeps the
   # others' of the same split; a split into another N drops every shard's.
   [ "$phase" = tests ] || rm -rf "$out"
@@ -56,12 +62,31 @@ if [ "$phase" != checks ]; then
     echo "[${SECONDS}s] built"
     exit 0
   fi
-  if [ "$(cat "$out/shards" 2>/dev/null)" != "$n" ]; then rm -f "$out"/tests_rc_* "$out"/ctest_*.log; fi
+  if [ "$(cat "$out/shards" 2>/dev/null)" != "$n" ]; then rm -f "$out"/tests_rc_* "$out"/ctest_*.log "$out"/gtest_*.log; fi
   echo "$n" >"$out/shards"
-  echo 125 >"$out/tests_rc_$k"  # stays if the call ends (a device's time limit) before ctest does
-  ctest --test-dir build-device -j "$jobs" --timeout 600 -I "$k,,$n" >"$out/ctest_$k.log" 2>&1
-  echo $? >"$out/tests_rc_$k"
-  echo "[${SECONDS}s] built and tested (shard $shard)"
+  echo 125 >"$out/tests_rc_$k"  # stays if the call ends (a device's time limit) before the tests do
+  if [ -n "$shard" ]; then
+    rm -f "$out"/gtest_*.log
+    ctest --test-dir build-device -j "$jobs" --timeout 600 -I "$k,,$n" >"$out/ctest_$k.log" 2>&1
+    echo $? >"$out/tests_rc_$k"
+  else
+    # Every test in one go: four processes of fzg_tests side by side, each a gtest shard, with
+    # the GPU (four share its memory, where a test that needs more than is free skips), then
+    # the tests that are not gtest's.
+    rc=0 procs=4 pids=()
+    rm -f "$out"/gtest_*.log
+    for ((i = 0; i < procs; ++i)); do
+      GTEST_TOTAL_SHARDS=$procs GTEST_SHARD_INDEX=$i timeout 1800 "$tests_bin" --gtest_brief=1 \
+        >"$out/gtest_$i.log" 2>&1 &
+      pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    ctest --test-dir build-device -j "$jobs" --timeout 600 -LE gtest >"$out/ctest_$k.log" 2>&1 || rc=1
+    echo $rc >"$out/tests_rc_$k"
+    grep -h -E "^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test" "$out"/gtest_*.log
+    grep -h -E "^\[  FAILED  \] [A-Za-z]" "$out"/gtest_*.log | sort -u | head -20
+  fi
+  echo "[${SECONDS}s] built and tested (${shard:-gtest shards and ctest -LE gtest})"
   grep -E "tests passed|tests failed" "$out/ctest_$k.log"
   grep -E "\(Failed\)|\(Timeout\)|\*\*\*" "$out/ctest_$k.log" | head -20
   if [ "$phase" = tests ]; then
@@ -84,7 +109,8 @@ for k in $(seq 1 "$shards"); do
     [ "$rc" -gt "$tests_rc" ] && tests_rc=$rc
   fi
 done
-skipped=$(cat "$out"/ctest_*.log 2>/dev/null | grep -c "(Skipped)")
+skipped=$(( $(cat "$out"/ctest_*.log 2>/dev/null | grep -c "(Skipped)") + \
+  $(cat "$out"/gtest_*.log 2>/dev/null | sed -n -E 's/^\[  SKIPPED \] ([0-9]+) tests?.*/\1/p' | awk '{s += $1} END {print s + 0}') ))
 
 # The bound at +-FLT_MAX / +-DBL_MAX through the CLI on the GPU (the CPU's run is CI's and
 # anyone's: bash scripts/extreme-bound-check.sh), by the independent checker.
