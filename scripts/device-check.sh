@@ -72,21 +72,31 @@ if [ "$phase" != checks ]; then
   else
     # Every test in one go: four processes of fzg_tests side by side, each a gtest shard, with
     # the GPU (four share its memory, where a test that needs more than is free skips), then
-    # the tests that are not gtest's.
+    # the tests that are not gtest's. The shards stop in time for those and for the logs to
+    # come back within a device call's 600 s ($FZG_GTEST_SECONDS elsewhere).
     rc=0 procs=4 pids=()
+    limit=${FZG_GTEST_SECONDS:-$((SECONDS < 300 ? 480 - SECONDS : 180))}
     rm -f "$out"/gtest_*.log
     for ((i = 0; i < procs; ++i)); do
-      GTEST_TOTAL_SHARDS=$procs GTEST_SHARD_INDEX=$i timeout 1800 "$tests_bin" --gtest_brief=1 \
+      GTEST_TOTAL_SHARDS=$procs GTEST_SHARD_INDEX=$i timeout "$limit" "$tests_bin" --gtest_brief=1 \
         >"$out/gtest_$i.log" 2>&1 &
       pids+=($!)
     done
-    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    for ((i = 0; i < procs; ++i)); do
+      wait "${pids[$i]}"
+      status=$?
+      [ "$status" -eq 0 ] && continue
+      rc=1
+      echo "gtest shard $i/$procs: exit $status$([ "$status" -eq 124 ] && echo " (stopped after ${limit} s)")"
+      tail -5 "$out/gtest_$i.log"
+    done
+    grep -h -E "^\[  (PASSED|SKIPPED) +\] [0-9]+ test" "$out"/gtest_*.log
+    grep -h -E "^\[  FAILED  \] [A-Za-z]" "$out"/gtest_*.log | sort -u | head -20
     ctest --test-dir build-device -j "$jobs" --timeout 600 -LE gtest >"$out/ctest_$k.log" 2>&1 || rc=1
     echo $rc >"$out/tests_rc_$k"
-    grep -h -E "^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test" "$out"/gtest_*.log
-    grep -h -E "^\[  FAILED  \] [A-Za-z]" "$out"/gtest_*.log | sort -u | head -20
   fi
-  echo "[${SECONDS}s] built and tested (${shard:-gtest shards and ctest -LE gtest})"
+  echo "[${SECONDS}s] built and tested (${shard:-gtest shards, then ctest -LE gtest}), exit $(cat "$out/tests_rc_$k")"
+  [ -z "$shard" ] && echo "the tests that are not gtest's:"
   grep -E "tests passed|tests failed" "$out/ctest_$k.log"
   grep -E "\(Failed\)|\(Timeout\)|\*\*\*" "$out/ctest_$k.log" | head -20
   if [ "$phase" = tests ]; then
