@@ -83,9 +83,11 @@ struct GroupTerm {
 };
 
 // Decode's plan, one pass (decoupled look-back, varlen/lookback.cuh): a block takes the next
-// chunk of 256 group-bit words (8192 groups), a thread a word. Where the chunk's flag words
-// start is the look-back over the set group bits before it; its warps then fetch each group's
-// flag word into a dense per-group array (a lane a group: coalesced), with the checks the CPU
+// chunk of 64 group-bit words (2048 groups), a thread a word for the scan. Where the chunk's
+// flag words start is the look-back over the set group bits before it; its warps then fetch
+// each group's flag word into a dense per-group array (8 words a warp, a lane a group:
+// coalesced; with 32 words a warp and 8192 groups a chunk the plan took ~12 us at any size,
+// its warps' loops the latency, 13 blocks busy on a 2D field's 466 KB stream), with the checks the CPU
 // makes (a set group bit past G, a flag word past the stream, an empty flag word, a flag past
 // the last block); where its blocks start is a second look-back, over the flags' popcounts,
 // and each group's first block follows. The last chunk checks the totals against the stream's
@@ -93,6 +95,8 @@ struct GroupTerm {
 // two device-wide scans, a check kernel and a placement kernel, whose dispatches took ~50 us of
 // host time in a 2D field's decompress call.
 constexpr uint32_t plan_threads = 256, plan_warps = plan_threads / 32;
+constexpr uint32_t plan_words = 64, warp_words = plan_words / plan_warps;  // a chunk's, a warp's
+static_assert(plan_words <= plan_threads && plan_words % plan_warps == 0, "a chunk's words split over its warps");
 enum Bad : uint32_t { bits_past_groups = 1, flag_past_stream = 2, empty_flags = 4 };
 using PlanLookBack = varlen::LookBack<1>;
 
@@ -112,6 +116,7 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
   __shared__ typename Scan::TempStorage scan;
   __shared__ uint64_t chunk_flags, chunk_blocks;  // where the chunk's flag words and blocks start
   __shared__ uint32_t warp_blocks[plan_warps];
+  __shared__ uint32_t word_bits[plan_words], word_flags_before[plan_words];  // the chunk's words, their scan
   __shared__ uint64_t chunk;
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const uint64_t words = (groups + 31) / 32;
@@ -120,15 +125,16 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
     __syncthreads();
     const uint64_t c = chunk;
     if (c >= chunks) return;  // uniform
-    const uint64_t word = c * plan_threads + threadIdx.x;
-    uint32_t bits = word < words ? group_bits[word] : 0u;
+    const uint64_t word = c * plan_words + threadIdx.x;
+    uint32_t bits = threadIdx.x < plan_words && word < words ? group_bits[word] : 0u;
     uint32_t bad = 0;
-    if (word == words - 1 && groups % 32) {  // bits past the last group
+    if (threadIdx.x < plan_words && word == words - 1 && groups % 32) {  // bits past the last group
       bad = (bits >> (groups % 32)) != 0 ? bits_past_groups : 0u;
       bits &= (1u << (groups % 32)) - 1u;
     }
     uint32_t flag_before, chunk_flag_words;
     Scan(scan).ExclusiveSum(uint32_t(__popc(bits)), flag_before, chunk_flag_words);
+    if (threadIdx.x < plan_words) word_bits[threadIdx.x] = bits, word_flags_before[threadIdx.x] = flag_before;
     if (warp == 0) {
       if (lane == 0 && c > 0) out.flags.publish_aggregate(c, {chunk_flag_words});
       const uint64_t before = out.flags.exclusive_prefix(c).v[0];
@@ -138,25 +144,26 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
       }
     }
     __syncthreads();
-    // Each group's flag word, a warp's 32 words in turn, a lane a group; all 32 loads issued
-    // before the first is used (one at a time, each waited for, the plan took 35 us a chunk of
-    // 65 M values on an H100), and kept for the first blocks below.
-    const uint64_t first_flag = chunk_flags + flag_before;
-    const uint64_t group0 = (c * plan_threads + warp * 32) * 32 + lane;  // this lane's group of word 0
-    uint32_t flags[32];
+    // Each group's flag word, a warp's words in turn, a lane a group; all the warp's loads
+    // issued before the first is used (one at a time, each waited for, the plan took 35 us a
+    // chunk of 65 M values on an H100), and kept for the first blocks below.
+    const uint32_t* my_bits = word_bits + warp * warp_words;
+    const uint32_t* my_flags_before = word_flags_before + warp * warp_words;
+    const uint64_t group0 = (c * plan_words + warp * warp_words) * 32 + lane;  // this lane's group of word 0
+    uint32_t flags[warp_words];
 #pragma unroll
-    for (uint32_t k = 0; k < 32; ++k) {
-      const uint32_t w = __shfl_sync(0xffffffffu, bits, k);
-      const uint64_t slot = __shfl_sync(0xffffffffu, first_flag, k) + __popc(w & ((1u << lane) - 1u));
+    for (uint32_t k = 0; k < warp_words; ++k) {
+      const uint32_t w = my_bits[k];
+      const uint64_t slot = chunk_flags + my_flags_before[k] + __popc(w & ((1u << lane) - 1u));
       const bool set = w >> lane & 1u;
       flags[k] = set && slot < available ? block_flags[slot] : 0u;
       if (set && slot >= available) bad |= flag_past_stream;
     }
     uint32_t blocks_here = 0;
 #pragma unroll
-    for (uint32_t k = 0; k < 32; ++k) {
+    for (uint32_t k = 0; k < warp_words; ++k) {
       const uint64_t g = group0 + 32 * k;
-      const bool set = __shfl_sync(0xffffffffu, bits, k) >> lane & 1u;
+      const bool set = my_bits[k] >> lane & 1u;
       const uint64_t valid = blocks - g * blocks_per_group;
       if (set && valid < blocks_per_group && (flags[k] >> valid) != 0) bad |= flag_past_stream;
       else if (set && flags[k] == 0) bad |= empty_flags;
@@ -201,7 +208,7 @@ __global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __re
     // Each group's first block.
     uint64_t next = chunk_blocks + warp_blocks[warp];
 #pragma unroll
-    for (uint32_t k = 0; k < 32; ++k) {
+    for (uint32_t k = 0; k < warp_words; ++k) {
       const uint64_t g = group0 + 32 * k;
       uint32_t word_blocks;  // 0 past the last group (its bit is masked off)
       const uint32_t before = warp_exclusive_sum(__popc(flags[k]), word_blocks);
@@ -251,7 +258,7 @@ DecodePlan plan_decode(const uint32_t* input, uint64_t input_bytes, const Layout
                        cudaStream_t stream) {
   require_data(input_bytes % 4 == 0 && input_bytes / 4 >= L.group_flag_words, "zero-block flags");
   const uint64_t available = input_bytes / 4 - L.group_flag_words;
-  const uint64_t chunks = (L.group_flag_words + plan_threads - 1) / plan_threads;
+  const uint64_t chunks = (L.group_flag_words + plan_words - 1) / plan_words;
   const uint64_t state = PlanLookBack::words(chunks);
   DecodePlan plan;
   // [flags look-back | blocks look-back | bad] (zeroed) | placement[2] | block_index[groups] | group_flags[groups]
