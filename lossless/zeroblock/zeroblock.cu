@@ -108,10 +108,13 @@ struct PlanTargets {
   uint64_t* block_index;
 };
 
-__global__ void __launch_bounds__(plan_threads) plan_kernel(const uint32_t* __restrict__ group_bits,
-                                                            const uint32_t* __restrict__ block_flags, uint64_t groups,
-                                                            uint64_t blocks, uint64_t available, uint32_t block_words,
-                                                            uint64_t chunks, PlanTargets out, Checks checks) {
+// Six blocks an SM (40 registers): left to itself ptxas also took 40 but spilled two lane
+// masks across the flag loads.
+__global__ void __launch_bounds__(plan_threads, 6) plan_kernel(const uint32_t* __restrict__ group_bits,
+                                                               const uint32_t* __restrict__ block_flags,
+                                                               uint64_t groups, uint64_t blocks, uint64_t available,
+                                                               uint32_t block_words, uint64_t chunks, PlanTargets out,
+                                                               Checks checks) {
   using Scan = cub::BlockScan<uint32_t, plan_threads>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ uint64_t chunk_flags, chunk_blocks;  // where the chunk's flag words and blocks start
