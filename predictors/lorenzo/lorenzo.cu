@@ -961,30 +961,46 @@ __device__ void prefix_along_y(int32_t* q) {
   __syncthreads();
 }
 
-// Inclusive prefix sums of a 1D or 2D tile in shared memory, along x, then y, each where it is
-// one of the stencil's `axes` (3D tiles keep z and x in registers: see decode_kernel).
-template <int TX, int TY, int TZ>
-__device__ void prefix_sums(int32_t* q, uint32_t axes) {
-  static_assert(TZ == 1, "3D tiles take the register path");
+// Inclusive prefix sums along y of a 2D tile in shared memory (rows of TX, row-major), by
+// every thread: a thread sums a segment of TY / (block_threads / TX) consecutive rows of one
+// column, and adds the totals of the column's segments above it (through shared memory). In
+// place of a thread a column walking all TY rows, which left 7 of 8 warps idle through a
+// 32-step chain of shared-memory round trips in every 2D tile. Ends with a barrier.
+template <int TX, int TY>
+__device__ void prefix_along_y_2d(int32_t* q) {
+  constexpr uint32_t segments = block_threads / TX, rows = TY / segments;
+  static_assert(block_threads % TX == 0 && TY % segments == 0, "a 2D tile's rows split evenly into segments");
+  __shared__ uint32_t totals[segments * TX];
+  const uint32_t lx = threadIdx.x % TX, segment = threadIdx.x / TX;
+  int32_t* column = q + lx + TX * segment * rows;
+  uint32_t v[rows], running = 0;
+#pragma unroll
+  for (uint32_t i = 0; i < rows; ++i) v[i] = running += uint32_t(column[TX * i]);
+  totals[threadIdx.x] = running;
+  __syncthreads();
+  uint32_t carry = 0;
+  for (uint32_t above = 0; above < segment; ++above) carry += totals[above * TX + lx];
+#pragma unroll
+  for (uint32_t i = 0; i < rows; ++i) column[TX * i] = int32_t(v[i] + carry);
+  __syncthreads();
+}
+
+// Inclusive prefix sums of a 1D tile in shared memory (2D and 3D tiles keep x in registers:
+// see decode_kernel). Ends with a barrier.
+template <int TX>
+__device__ void prefix_sums_1d(int32_t* q) {
   using Scan = cub::BlockScan<uint32_t, block_threads>;
   __shared__ typename Scan::TempStorage scan_storage;
-  if constexpr (TX == 32) {
-    for (uint32_t row = threadIdx.x / 32; row < TY && (axes & axis_x); row += block_threads / 32)
-      q[row * 32 + threadIdx.x % 32] = int32_t(warp_inclusive_sum(uint32_t(q[row * 32 + threadIdx.x % 32])));
-  } else {
-    constexpr int per_thread = TX / block_threads;
-    static_assert(TY == 1 && TX % block_threads == 0, "1D tiles are whole multiples of the block");
-    uint32_t v[per_thread], sum = 0;
+  constexpr int per_thread = TX / block_threads;
+  static_assert(TX % block_threads == 0, "1D tiles are whole multiples of the block");
+  uint32_t v[per_thread], sum = 0;
 #pragma unroll
-    for (int i = 0; i < per_thread; ++i) v[i] = (sum += uint32_t(q[threadIdx.x * per_thread + i]));
-    uint32_t before;
-    Scan(scan_storage).ExclusiveSum(sum, before);
+  for (int i = 0; i < per_thread; ++i) v[i] = (sum += uint32_t(q[threadIdx.x * per_thread + i]));
+  uint32_t before;
+  Scan(scan_storage).ExclusiveSum(sum, before);
 #pragma unroll
-    for (int i = 0; i < per_thread; ++i) q[threadIdx.x * per_thread + i] = int32_t(v[i] + before);
-  }
+  for (int i = 0; i < per_thread; ++i) q[threadIdx.x * per_thread + i] = int32_t(v[i] + before);
   __syncthreads();
-  if constexpr (TY > 1)
-    if (axes & axis_y) prefix_along_y<TX, TY, TZ>(q);
 }
 
 // The tile's deltas into shared memory, escapes patched in (keys checked: outlier_starts_kernel).
@@ -1117,11 +1133,9 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     auto reconstruct_tile = [&](auto whole) {
       constexpr bool Whole = decltype(whole)::value;
       const Strip<TX, TY, TZ> strip(g, p);
-      if constexpr (TZ > 1) {
-        // 3D: a thread's points are one z-column (k = z, lane = x, warp = y), so the z and x
-        // prefix sums run in registers (a running sum, then warp shuffles); only y goes
-        // through shared memory. Escapes, rare, are patched in through shared memory first.
-        uint32_t v[Strip<TX, TY, TZ>::per_thread];
+      // The thread's deltas into registers (point k of the strip in v[k], 0 outside the field).
+      // Escapes, rare, are patched in through shared memory first.
+      auto load_registers = [&](uint32_t(&v)[Strip<TX, TY, TZ>::per_thread]) {
         if (escape_begin == escape_end) {  // uniform across the block
           const CodeRun run = code_run(g, p, strip);
           const uint16_t* src = codes + run.first;
@@ -1133,6 +1147,13 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
 #pragma unroll
           for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
         }
+      };
+      if constexpr (TZ > 1) {
+        // 3D: a thread's points are one z-column (k = z, lane = x, warp = y), so the z and x
+        // prefix sums run in registers (a running sum, then warp shuffles); only y goes
+        // through shared memory.
+        uint32_t v[Strip<TX, TY, TZ>::per_thread];
+        load_registers(v);
         if (axes & axis_z) {
 #pragma unroll
           for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
@@ -1142,9 +1163,21 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
         for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(along_x ? warp_inclusive_sum(v[k]) : v[k]);
         __syncthreads();
         if (axes & axis_y) prefix_along_y<TX, TY, TZ>(q);
+      } else if constexpr (TY > 1) {
+        // 2D: a thread's points are rows ly + 8 k of one column (lane = x), so the x prefix
+        // sums run in registers (warp shuffles, the rows' chains side by side); y goes through
+        // shared memory, a segment of rows a thread.
+        static_assert(TX == 32, "a 2D tile's row is a warp");
+        uint32_t v[Strip<TX, TY, TZ>::per_thread];
+        load_registers(v);
+        const bool along_x = axes & axis_x;
+#pragma unroll
+        for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(along_x ? warp_inclusive_sum(v[k]) : v[k]);
+        __syncthreads();
+        if (axes & axis_y) prefix_along_y_2d<TX, TY>(q);
       } else {
         load_deltas(codes, code_run(g, p, strip), strip, o.loaded_entries(), escape_begin, escape_end, p.key0, q);
-        prefix_sums<TX, TY, TZ>(q, axes);
+        prefix_sums_1d<TX>(q);
       }
       T* dst = field + (strip.global0 - g.field_first);
 #pragma unroll
