@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "core/checksum.hh"
@@ -673,10 +674,11 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
   const Location compute = location_of(base.device);
 
   times.start();
-  // Streams already on the device are checksummed by kernels that run while the stages
-  // decode (every decoder checks its own input, so damage cannot make it misbehave); the sums
-  // are compared before anything is returned. Host streams are checked first, on the CPU.
-  // Each stream is summed with its padding, which must be zero (see PendingChecksums).
+  // Host streams are checked first, on the CPU. Streams already on the device are checksummed
+  // by kernels queued after the stages' (every decoder checks its own input, so damage cannot
+  // make it misbehave), so that the decode's first kernel is not queued behind them; the sums
+  // are compared before anything is returned. Each stream is summed with its padding, which
+  // must be zero (see PendingChecksums).
   std::vector<Buffer> views, padded_views;
   std::vector<uint64_t> stream_sizes, expected;
   for (uint64_t k = first; k < end; ++k)
@@ -688,7 +690,6 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
       stream_sizes.push_back(chunk.streams[s].size);
       expected.push_back(chunk.streams[s].checksum);
     }
-  PendingChecksums pending(padded_views, base.stream, stream_sizes);
   auto verify = [&](PendingChecksums& sums) {
     const std::vector<uint64_t> values = sums.finish();
     for (size_t s = 0; s < values.size(); ++s) require_data(values[s] == expected[s], "stream checksum mismatch");
@@ -698,9 +699,12 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
   std::unique_ptr<DeviceChecks> checks;
   if (base.device == Device::cuda) checks = std::make_unique<DeviceChecks>(base.stream);
   base.checks = checks.get();
-  if (!source.on_device()) verify(pending);
+  if (!source.on_device()) {
+    PendingChecksums pending(padded_views, base.stream, stream_sizes);
+    verify(pending);
+  }
   times.stop("verify");
-  trace::mark("checksums queued");
+  trace::mark("host checksums compared");
 
   // The field: the caller's memory, or a buffer of its own where the output goes, made once
   // the first chunk needs it (see decode_chunk). Chunks are decoded where the plan computes;
@@ -763,8 +767,15 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
     }
   });
   output(base.stream);  // an empty field
+  std::optional<PendingChecksums> pending;
+  if (source.on_device()) {
+    times.start();
+    pending.emplace(padded_views, base.stream, stream_sizes);
+    times.stop("verify");
+    trace::mark("checksums queued");
+  }
   if (checks) checks->read_back_later();  // lands while the host waits for the checksums
-  if (source.on_device()) verify(pending);
+  if (pending) verify(*pending);
   if (checks) checks->finish();
   synchronize(base.stream);
   trace::mark("checksums compared");
