@@ -4,6 +4,7 @@
 // its own counts.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -194,13 +195,24 @@ FieldRange value_range(const Buffer& field, DType dtype, const Dims& dims, cudaS
 // cannot, the host waits for the range and nothing is resolved on the device.
 struct ResolvedOnDevice {
   std::vector<Buffer> made;  // per node: what resolve_on_device returned (empty for the others)
-  std::vector<std::unique_ptr<QueuedReadBack>> copies;  // per node, where `made` is not empty
-  explicit operator bool() const { return !copies.empty(); }
+  std::vector<std::unique_ptr<QueuedReadBack>> copies;  // per node, where `made` is not empty, once queued
+  bool on_device = false;
+  std::once_flag queued;
+  explicit operator bool() const { return on_device; }
+  // The read-backs, queued once, on a stream ordered after the resolution: by the first chunk
+  // once its first step is queued, so that the copy and its event (~4 us of host time on an
+  // H100) come after the encode's launch, not before it.
+  void queue_copies(cudaStream_t stream) {
+    if (!on_device) return;
+    std::call_once(queued, [&] {
+      for (size_t i = 0; i < made.size(); ++i)
+        if (made[i].size()) copies[i] = std::make_unique<QueuedReadBack>(made[i].data(), made[i].size(), stream);
+    });
+  }
 };
-ResolvedOnDevice resolve_on_device(const Graph& graph, const StageContext& base, const Buffer& range,
-                                   FieldSummary& summary) {
-  ResolvedOnDevice r;
-  if (range.size() == 0) return r;
+void resolve_on_device(const Graph& graph, const StageContext& base, const Buffer& range, FieldSummary& summary,
+                       ResolvedOnDevice& r) {
+  if (range.size() == 0) return;
   summary.device_range = range.as<double>();
   const size_t nodes = graph.nodes().size();
   r.made.resize(nodes);
@@ -215,19 +227,18 @@ ResolvedOnDevice resolve_on_device(const Graph& graph, const StageContext& base,
   if (!every) {  // the host waits for the range
     r.made.clear();
     read_device_range(range.as<double>(), base.stream, &summary.min, &summary.max);
-    return r;
+    return;
   }
   r.copies.resize(nodes);
-  for (size_t i = 0; i < nodes; ++i)
-    if (r.made[i].size()) r.copies[i] = std::make_unique<QueuedReadBack>(r.made[i].data(), r.made[i].size(), base.stream);
-  return r;
+  r.on_device = true;
 }
 
 // After the chunks: the headers of the stages that resolved on the device made again from
 // what they resolved there (the header records what the encode used) and the header the
 // chunks were coded with (its other choices).
-void remake_headers(const Graph& graph, const StageContext& base, const ResolvedOnDevice& resolved,
-                    FieldSummary summary, std::vector<std::vector<uint8_t>>& headers) {
+void remake_headers(const Graph& graph, const StageContext& base, ResolvedOnDevice& resolved, FieldSummary summary,
+                    std::vector<std::vector<uint8_t>>& headers) {
+  resolved.queue_copies(base.stream);  // where no chunk has yet
   for (size_t i = 0; i < resolved.copies.size(); ++i) {
     if (!resolved.copies[i]) continue;
     summary.resolved = resolved.copies[i]->wait();
@@ -276,7 +287,8 @@ Buffer held_at_own_size(const Buffer& stream, cudaStream_t lane) {
 // `resolved`: per node, what resolve_on_device made (or empty).
 std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx,
                                  const std::vector<std::vector<uint8_t>>& headers, const std::vector<Buffer>& resolved,
-                                 const Buffer& field, ChunkRecord& record, StepTimes& times) {
+                                 const Buffer& field, ChunkRecord& record, StepTimes& times,
+                                 const std::function<void()>& after_first_step = {}) {
   const Graph& graph = plan.graph;
   std::map<PortKey, Buffer> ports;
   ports[{-1, ""}] = field;
@@ -320,6 +332,7 @@ std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx
     }
     times.stop(step.name + " encode");
     trace::mark("step encoded");
+    if (after_first_step && &step == &plan.steps.front()) after_first_step();
   }
   std::vector<Buffer> streams;
   for (const auto& ref : graph.stored()) streams.push_back(ports.at(key_of(ref)));
@@ -530,7 +543,8 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   }
   trace::mark("value range");
   summary.field = &input;
-  ResolvedOnDevice resolved = resolve_on_device(graph, base, field_range.range, summary);
+  ResolvedOnDevice resolved;
+  resolve_on_device(graph, base, field_range.range, summary, resolved);
   trace::mark(resolved ? "quantization resolved on the device" : "value range read");
 
   Container c;
@@ -547,7 +561,8 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
     const StageContext chunk = chunk_context(base, *plan, k, lane);
     Buffer slice = input.slice(chunk.chunk_first_value * value_bytes, chunk.dims.count() * value_bytes);
     if (out_of_core) slice = to_device(slice, lane);
-    chunk_streams[k] = encode_chunk(*plan, chunk, c.stage_headers, resolved.made, slice, c.chunks[k], times);
+    chunk_streams[k] = encode_chunk(*plan, chunk, c.stage_headers, resolved.made, slice, c.chunks[k], times,
+                                    [&] { resolved.queue_copies(lane); });
     if (out_of_core)
       for (Buffer& s : chunk_streams[k]) s = to_host(s, lane);
     else if (plan->chunks > lanes)
