@@ -212,6 +212,42 @@ TEST(Gpu, CorruptFilesAreErrorsOnTheGpuToo) {
   }
 }
 
+// A flipped bit in every stream's bytes, or in its zero padding, that no decoder can notice (a
+// coded value, a padding byte) is found by the stream checksums alone: from device memory they
+// are summed beside the decode, and the call still fails, naming the checksum.
+TEST(Gpu, DamagedStreamBytesAreAChecksumMismatchFromDeviceMemory) {
+  FZG_REQUIRE_GPU();
+  const Dims d = Dims::make({300, 200});
+  const Buffer field = testing::host_buffer(testing::make_values<float>(testing::Hazard::smooth, d.count()));
+  CompressOptions options;
+  options.bound = {ErrorMode::rel, 1e-4};
+  const Buffer file = compress(Graph::default_fz(), {field.data(), Location::host, DType::f32, d}, options);
+  const Container c = read_metadata(file.data(), file.size(), file.size());
+  DecompressOptions gpu;
+  gpu.device = Device::cuda;
+  gpu.output = Location::device;
+  int damaged = 0;
+  for (const StreamRecord& s : c.chunks.at(0).streams) {
+    const uint64_t at = c.chunks[0].stream_offsets[damaged++];
+    // The stream's last byte (its zero padding where its size is not a multiple of 8), and a
+    // byte a little past its middle.
+    for (const uint64_t byte : {at + ((s.size + 7) / 8) * 8 - 1, at + s.size / 2 + 1}) {
+      if (s.size == 0) continue;
+      Buffer bad = Buffer::host(file.size());
+      std::memcpy(bad.data(), file.data(), file.size());
+      bad.data()[byte] ^= 0x10;
+      try {
+        decompress(to_device(bad, nullptr), gpu);
+        ADD_FAILURE() << "a damaged byte at " << byte << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::corrupt_data);
+        EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_GT(damaged, 0);
+}
+
 // Checks left on the device: one word a kind, read back at the end, the first set one named.
 TEST(Gpu, DeviceChecksNameTheFirstCheckThatFailed) {
   FZG_REQUIRE_GPU();
