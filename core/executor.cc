@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
-#include <optional>
 #include <utility>
 
 #include "core/checksum.hh"
@@ -689,14 +688,10 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
   const Location compute = location_of(base.device);
 
   times.start();
-  // Host streams are checked first, on the CPU. Streams already on the device are checksummed
-  // beside the stages' kernels (every decoder checks its own input, so damage cannot make it
-  // misbehave), queued once the decode is, so that the decode's first kernel is not queued
-  // behind them (~8 us of host time on a 2D field on an H100) and their GPU time overlaps the
-  // decode's; the sums are compared before anything is returned. Each stream is summed with
-  // its padding, which must be zero (see PendingChecksums).
-  // (Timed steps keep to one stream: their events time what is queued on it.)
-  SideStream beside(source.on_device() && !times.active() ? base.device : Device::cpu, base.stream);
+  // Streams already on the device are checksummed by kernels that run while the stages
+  // decode (every decoder checks its own input, so damage cannot make it misbehave); the sums
+  // are compared before anything is returned. Host streams are checked first, on the CPU.
+  // Each stream is summed with its padding, which must be zero (see PendingChecksums).
   std::vector<Buffer> views, padded_views;
   std::vector<uint64_t> stream_sizes, expected;
   for (uint64_t k = first; k < end; ++k)
@@ -708,6 +703,7 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
       stream_sizes.push_back(chunk.streams[s].size);
       expected.push_back(chunk.streams[s].checksum);
     }
+  PendingChecksums pending(padded_views, base.stream, stream_sizes);
   auto verify = [&](PendingChecksums& sums) {
     const std::vector<uint64_t> values = sums.finish();
     for (size_t s = 0; s < values.size(); ++s) require_data(values[s] == expected[s], "stream checksum mismatch");
@@ -717,12 +713,9 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
   std::unique_ptr<DeviceChecks> checks;
   if (base.device == Device::cuda) checks = std::make_unique<DeviceChecks>(base.stream);
   base.checks = checks.get();
-  if (!source.on_device()) {
-    PendingChecksums pending(padded_views, base.stream, stream_sizes);
-    verify(pending);
-  }
+  if (!source.on_device()) verify(pending);
   times.stop("verify");
-  trace::mark("host checksums compared");
+  trace::mark("checksums queued");
 
   // The field: the caller's memory, or a buffer of its own where the output goes, made once
   // the first chunk needs it (see decode_chunk). Chunks are decoded where the plan computes;
@@ -785,15 +778,8 @@ Decompressed decode_chunks(Container& c, const CheckedGraph& checked, const Buff
     }
   });
   output(base.stream);  // an empty field
-  std::optional<PendingChecksums> pending;
-  if (source.on_device()) {
-    times.start();
-    pending.emplace(padded_views, beside.stream(), stream_sizes);
-    times.stop("verify");
-    trace::mark("checksums queued");
-  }
   if (checks) checks->read_back_later();  // lands while the host waits for the checksums
-  if (pending) verify(*pending);
+  if (source.on_device()) verify(pending);
   if (checks) checks->finish();
   synchronize(base.stream);
   trace::mark("checksums compared");

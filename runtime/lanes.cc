@@ -183,32 +183,6 @@ void lanes_wait_for(cudaStream_t stream) {
 #endif
 }
 
-SideStream::SideStream(Device device, cudaStream_t stream) : main_(stream) {
-#ifdef FZG_HAVE_CUDA
-  if (device == Device::cuda) mark_ = record(stream);
-#else
-  (void)device;
-#endif
-}
-
-SideStream::~SideStream() {
-#ifdef FZG_HAVE_CUDA
-  if (mark_) cudaEventDestroy(static_cast<cudaEvent_t>(mark_));  // released once the wait is done
-#endif
-}
-
-cudaStream_t SideStream::stream() {
-#ifdef FZG_HAVE_CUDA
-  if (mark_ && !side_) {
-    side_ = thread_stream(1);  // 0 is the lanes' (this thread is lane 0)
-    wait(side_, static_cast<cudaEvent_t>(mark_));
-  }
-  return mark_ ? side_ : main_;
-#else
-  return main_;
-#endif
-}
-
 void stream_wait(cudaStream_t waiter, cudaStream_t stream) {
 #ifdef FZG_HAVE_CUDA
   if (waiter == stream) return;

@@ -29,22 +29,4 @@ void lanes_wait_for(cudaStream_t stream);
 // Nothing to do without CUDA or when they are the same stream.
 void stream_wait(cudaStream_t waiter, cudaStream_t stream);
 
-// Work that may run beside what is queued on `stream` after this point: made, it marks the
-// point (an event); stream() is a stream of the calling thread's own that waits for that
-// point and nothing later, so work queued there runs alongside the kernels queued on `stream`
-// meanwhile. The caller waits for that work (a read-back on stream()) before relying on it.
-// On the CPU, stream() is `stream` itself.
-class SideStream {
- public:
-  SideStream(Device device, cudaStream_t stream);
-  ~SideStream();
-  SideStream(const SideStream&) = delete;
-  SideStream& operator=(const SideStream&) = delete;
-  cudaStream_t stream();
-
- private:
-  cudaStream_t main_, side_ = nullptr;
-  void* mark_ = nullptr;  // the event (cudaEvent_t)
-};
-
 }  // namespace fzg

@@ -214,7 +214,7 @@ TEST(Gpu, CorruptFilesAreErrorsOnTheGpuToo) {
 
 // A flipped bit in every stream's bytes, or in its zero padding, that no decoder can notice (a
 // coded value, a padding byte) is found by the stream checksums alone: from device memory they
-// are summed beside the decode, and the call still fails, naming the checksum.
+// are summed on the GPU while the stages decode, and the call fails, naming the checksum.
 TEST(Gpu, DamagedStreamBytesAreAChecksumMismatchFromDeviceMemory) {
   FZG_REQUIRE_GPU();
   const Dims d = Dims::make({300, 200});
