@@ -1133,9 +1133,14 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
     auto reconstruct_tile = [&](auto whole) {
       constexpr bool Whole = decltype(whole)::value;
       const Strip<TX, TY, TZ> strip(g, p);
-      // The thread's deltas into registers (point k of the strip in v[k], 0 outside the field).
-      // Escapes, rare, are patched in through shared memory first.
-      auto load_registers = [&](uint32_t(&v)[Strip<TX, TY, TZ>::per_thread]) {
+      if constexpr (TY > 1) {
+        // 2D and 3D: a thread's points are one column of the tile (lane = x; in 3D its
+        // z-column, k = z and warp = y; in 2D rows ly + 8 k), so the z and x prefix sums run in
+        // registers (a running sum, then warp shuffles, the points' chains side by side); only
+        // y goes through shared memory (in 2D a segment of rows a thread). Escapes, rare, are
+        // patched in through shared memory first.
+        static_assert(TX == 32, "a tile's row is a warp");
+        uint32_t v[Strip<TX, TY, TZ>::per_thread];  // point k of the strip, 0 outside the field
         if (escape_begin == escape_end) {  // uniform across the block
           const CodeRun run = code_run(g, p, strip);
           const uint16_t* src = codes + run.first;
@@ -1147,34 +1152,19 @@ __global__ void __launch_bounds__(block_threads) decode_kernel(const uint16_t* _
 #pragma unroll
           for (int k = 0; k < strip.per_thread; ++k) v[k] = uint32_t(q[strip.local(k)]);
         }
-      };
-      if constexpr (TZ > 1) {
-        // 3D: a thread's points are one z-column (k = z, lane = x, warp = y), so the z and x
-        // prefix sums run in registers (a running sum, then warp shuffles); only y goes
-        // through shared memory.
-        uint32_t v[Strip<TX, TY, TZ>::per_thread];
-        load_registers(v);
-        if (axes & axis_z) {
+        if constexpr (TZ > 1)
+          if (axes & axis_z) {
 #pragma unroll
-          for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
+            for (int k = 1; k < strip.per_thread; ++k) v[k] += v[k - 1];
+          }
+        const bool along_x = axes & axis_x;
+#pragma unroll
+        for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(along_x ? warp_inclusive_sum(v[k]) : v[k]);
+        __syncthreads();
+        if (axes & axis_y) {
+          if constexpr (TZ > 1) prefix_along_y<TX, TY, TZ>(q);
+          else prefix_along_y_2d<TX, TY>(q);
         }
-        const bool along_x = axes & axis_x;
-#pragma unroll
-        for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(along_x ? warp_inclusive_sum(v[k]) : v[k]);
-        __syncthreads();
-        if (axes & axis_y) prefix_along_y<TX, TY, TZ>(q);
-      } else if constexpr (TY > 1) {
-        // 2D: a thread's points are rows ly + 8 k of one column (lane = x), so the x prefix
-        // sums run in registers (warp shuffles, the rows' chains side by side); y goes through
-        // shared memory, a segment of rows a thread.
-        static_assert(TX == 32, "a 2D tile's row is a warp");
-        uint32_t v[Strip<TX, TY, TZ>::per_thread];
-        load_registers(v);
-        const bool along_x = axes & axis_x;
-#pragma unroll
-        for (int k = 0; k < strip.per_thread; ++k) q[strip.local(k)] = int32_t(along_x ? warp_inclusive_sum(v[k]) : v[k]);
-        __syncthreads();
-        if (axes & axis_y) prefix_along_y_2d<TX, TY>(q);
       } else {
         load_deltas(codes, code_run(g, p, strip), strip, o.loaded_entries(), escape_begin, escape_end, p.key0, q);
         prefix_sums_1d<TX>(q);
