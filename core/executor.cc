@@ -195,14 +195,13 @@ FieldRange value_range(const Buffer& field, DType dtype, const Dims& dims, cudaS
 struct ResolvedOnDevice {
   std::vector<Buffer> made;  // per node: what resolve_on_device returned (empty for the others)
   std::vector<std::unique_ptr<QueuedReadBack>> copies;  // per node, where `made` is not empty, once queued
-  bool on_device = false;
   std::once_flag queued;
-  explicit operator bool() const { return on_device; }
+  explicit operator bool() const { return !copies.empty(); }
   // The read-backs, queued once, on a stream ordered after the resolution: by the first chunk
   // once its first step is queued, so that the copy and its event (~4 us of host time on an
   // H100) come after the encode's launch, not before it.
   void queue_copies(cudaStream_t stream) {
-    if (!on_device) return;
+    if (copies.empty()) return;  // resolved on the host
     std::call_once(queued, [&] {
       for (size_t i = 0; i < made.size(); ++i)
         if (made[i].size()) copies[i] = std::make_unique<QueuedReadBack>(made[i].data(), made[i].size(), stream);
@@ -228,8 +227,7 @@ void resolve_on_device(const Graph& graph, const StageContext& base, const Buffe
     read_device_range(range.as<double>(), base.stream, &summary.min, &summary.max);
     return;
   }
-  r.copies.resize(nodes);
-  r.on_device = true;
+  r.copies.resize(nodes);  // queued later (queue_copies)
 }
 
 // After the chunks: the headers of the stages that resolved on the device made again from
