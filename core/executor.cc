@@ -302,6 +302,13 @@ std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx
       ports.erase(it);  // consumed exactly once: free it as soon as the stage is done
     }
     const StageContext ctx = node_context(chunk_ctx, headers, step.first, &resolved);
+    // Before a step's raw decision waits for its output's size, the outputs still pending from
+    // the steps before it (Buffer::deferred) are made: their read-backs were queued first, so
+    // they land first, and what making them queues (an outlier placement, the mask runs) then
+    // runs on the GPU while the host waits for this step, not after it.
+    auto make_pending = [&] {
+      for (const auto& [key, buffer] : ports) (void)buffer.size();
+    };
     times.start();
     if (step.composite) {
       // Two stages in one: recorded as if run in turn.
@@ -310,6 +317,7 @@ std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx
       StageRecord& next_record = record.stages[step.first + 1];
       next_record.input_sizes = {step.composite->intermediate_size(inputs[0].size())};
       Buffer fused = step.composite->encode(ctx, inputs[0]);
+      make_pending();
       if (next_spec.stores_raw_when_larger && fused.size() >= next_record.input_sizes[0]) {
         fused = node.stage->encode(ctx, inputs).at(0);  // the intermediate itself is stored
         next_record.raw = true;
@@ -321,6 +329,7 @@ std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx
       // where steps are timed, later otherwise (so that the next step is queued first).
       if (times.active())
         for (const Buffer& o : outputs) (void)o.size();
+      if (spec.stores_raw_when_larger) make_pending();
       if (spec.stores_raw_when_larger && total_size(outputs) >= total_size(inputs)) {
         for (size_t p = 0; p < outputs.size(); ++p) outputs[p] = p < inputs.size() ? inputs[p] : Buffer();
         stage_record.raw = true;

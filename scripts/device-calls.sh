@@ -2,6 +2,7 @@
 # The CUDA calls of one GPU compress and one decompress, each with its host time (device
 # machine): what a small field's call spends on the host between its kernels.
 #   bash scripts/device-calls.sh [FIELD DIMS] [rel]     (default: a 128^3 turbulent f32 cube, 1e-3)
+# $FZG_BENCH_ARGS goes to the bench as it is (e.g. "--fill 1e20").
 # Builds build-device's fzg and fzg_cuda_calls (bench/cuda_calls.cc: an LD_PRELOAD library
 # that times every CUDA runtime call), runs `fzg bench --repeat 5` under it and prints the last timed
 # kernel-only compress and decompress call: each CUDA call in order (its start from the call's
@@ -20,7 +21,7 @@ fi
 cmake --build build-device --target fzg_cuda_calls >/dev/null
 repeat=5
 FZG_CUDA_CALLS=$work/calls.log LD_PRELOAD=$(pwd)/build-device/libfzg_cuda_calls.so \
-  "$fzg" bench --device cuda -i "$field" -l "$dims" -m rel -e "$rel" --repeat $repeat --warmup 2 | grep kernel-only
+  "$fzg" bench --device cuda -i "$field" -l "$dims" -m rel -e "$rel" --repeat $repeat --warmup 2 ${FZG_BENCH_ARGS:-} | grep kernel-only
 # The bench times `repeat` copies, then compresses, then decompresses, each between an event
 # record and an eventElapsedTime: the last of each loop is a call with no warm-up in it.
 python3 - "$work/calls.log" "$repeat" <<'PY'

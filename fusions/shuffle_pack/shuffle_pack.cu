@@ -13,6 +13,8 @@
 // place) after the first, ~330 us of a ~1.1 ms call on an H100. Decode reads the stream and
 // writes each word once.
 #include <algorithm>
+#include <cstring>
+#include <memory>
 
 #include "bitshuffle/bitshuffle.cuh"
 #include "core/error.hh"
@@ -188,17 +190,23 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
       input, input_bytes, input_bytes / bitshuffle::tile_bytes, tiles, chunks,
       LookBack::at(scratch.as<unsigned long long>(), chunks), targets);
   FZG_CUDA_CHECK_LAUNCH();
-  // The head's copy is queued before the host waits for the totals, so that it runs meanwhile.
+  // The head's copy is queued before the totals' read-back, so that it runs before the host waits.
   const unsigned long long* totals_at = scratch.as<unsigned long long>() + LookBack::inclusive_word(chunks, chunks - 1);
   assemble_kernel<<<grid_for(tiles + L.group_flag_words, tile_block_threads, 4), tile_block_threads, 0, stream>>>(
       words, totals_at, bits_at, flags_at, blocks_at, L.group_flag_words);
   FZG_CUDA_CHECK_LAUNCH();
-  unsigned long long totals[2];  // flag words + 1, blocks + 1
-  copy_bytes(totals, Location::host, totals_at, Location::device, sizeof totals, stream);
-  trace::mark("shuffle-pack: totals read");
-  const uint64_t flag_words = totals[0] - 1, blocks = totals[1] - 1;
-  const uint64_t head = blocks_at - flag_words - L.group_flag_words;
-  return scratch.slice(4 * head, 4 * (L.group_flag_words + flag_words + blocks));
+  // The totals (flag words + 1, blocks + 1) are read back when the stream is first asked for
+  // (Buffer::deferred): the host meanwhile makes the pending streams of the steps before this
+  // one, whose read-backs were queued first (core/executor.cc).
+  auto totals = std::make_shared<QueuedReadBack>(totals_at, 2 * sizeof(unsigned long long), stream);
+  return Buffer::deferred([scratch, totals, blocks_at, group_flag_words = L.group_flag_words] {
+    unsigned long long t[2];
+    std::memcpy(t, totals->wait(), sizeof t);
+    trace::mark("shuffle-pack: totals read");
+    const uint64_t flag_words = t[0] - 1, blocks = t[1] - 1;
+    const uint64_t head = blocks_at - flag_words - group_flag_words;
+    return scratch.slice(4 * head, 4 * (group_flag_words + flag_words + blocks));
+  });
 }
 
 void decode_cuda(const uint32_t* input, uint64_t input_bytes, uint8_t* output, uint64_t output_bytes,
