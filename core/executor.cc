@@ -302,10 +302,13 @@ std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx
       ports.erase(it);  // consumed exactly once: free it as soon as the stage is done
     }
     const StageContext ctx = node_context(chunk_ctx, headers, step.first, &resolved);
-    // Before a step's raw decision waits for its output's size, the outputs still pending from
-    // the steps before it (Buffer::deferred) are made: their read-backs were queued first, so
-    // they land first, and what making them queues (an outlier placement, the mask runs) then
-    // runs on the GPU while the host waits for this step, not after it.
+    // Before a composite's raw decision waits for its output's size (read back after its
+    // kernels), the outputs still pending from the steps before it (Buffer::deferred) are made:
+    // their read-backs were queued first, so they land first, and the launches that making
+    // them queues (an outlier placement, the mask runs) cost their host time while the GPU
+    // still runs the composite, their GPU time following it at once, rather than both after
+    // the wait. (The other coders wait for their sizes inside their encode: nothing to gain.)
+    // The step's input is still held meanwhile, as it is for the raw fallback.
     auto make_pending = [&] {
       for (const auto& [key, buffer] : ports) (void)buffer.size();
     };
@@ -329,7 +332,6 @@ std::vector<Buffer> encode_chunk(const Plan& plan, const StageContext& chunk_ctx
       // where steps are timed, later otherwise (so that the next step is queued first).
       if (times.active())
         for (const Buffer& o : outputs) (void)o.size();
-      if (spec.stores_raw_when_larger) make_pending();
       if (spec.stores_raw_when_larger && total_size(outputs) >= total_size(inputs)) {
         for (size_t p = 0; p < outputs.size(); ++p) outputs[p] = p < inputs.size() ? inputs[p] : Buffer();
         stage_record.raw = true;

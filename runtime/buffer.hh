@@ -24,8 +24,9 @@ class Buffer {
   static Buffer view(void* data, size_t size_bytes, Location where);
 
   // A buffer made later by `make`, when its bytes, size or place are first asked for (once
-  // for all its copies): a device output whose size a read-back gives, queued so that the
-  // work after it (the next stage's) is queued before the host waits for the size. Copies
+  // for all its copies): a device output whose size a read-back gives, queued so that other
+  // work (the next stage's, or the making of outputs whose read-backs land sooner) is queued
+  // before the host waits for the size. Copies
   // may be made on several threads; one Buffer object, like any, is used by one at a time.
   static Buffer deferred(std::function<Buffer()> make);
 

@@ -5,9 +5,10 @@
 # ("block64": x >= 64), half and half ("stripes": 32-wide bands), or the coastline and island
 # of bench-fill.sh ("land", 15 % of tiles of both kinds). Per field: ratio and kernel-only
 # GB/s (`fzg bench`, median of 20), then the GPU microseconds of one traced call (`--trace`)
-# summed over its chunks: value range, Lorenzo encode kernel, everything from there to the
-# outlier totals' read-back (mask runs, the gather of the data codes), the host's gaps before
-# the next step, and shuffle-pack.
+# summed over its chunks: value range, Lorenzo encode kernel, everything from the predictor's
+# step to the outlier totals' read-back (the mask's kernels, and the shuffle-pack's launch, which
+# is queued first), the shuffle-pack's kernels from there to its totals' read-back, and the
+# host's gaps after each step.
 #   bash scripts/fill-composition.sh [fzg] [gen_field.py] [rel]   (python3 with numpy, a GPU)
 set -euo pipefail
 fzg=${1:-build-device/fzg}
@@ -51,7 +52,7 @@ for line in text.splitlines():
         pass
 sums = dict.fromkeys(["value range", "encode", "to totals", "host gaps", "shuffle-pack"], 0.0)
 names = {"value range": "value range", "lorenzo: encode queued": "encode", "lorenzo: outlier totals read": "to totals",
-         "step encoded": "host gaps", "shuffle-pack: chunks queued": "shuffle-pack"}
+         "step encoded": "host gaps", "shuffle-pack: totals read": "shuffle-pack"}
 for (_, before), (mark, at) in zip(marks, marks[1:]):
     if mark in names:
         sums[names[mark]] += at - before

@@ -190,14 +190,15 @@ Buffer encode_cuda(const uint8_t* input, uint64_t input_bytes, cudaStream_t stre
       input, input_bytes, input_bytes / bitshuffle::tile_bytes, tiles, chunks,
       LookBack::at(scratch.as<unsigned long long>(), chunks), targets);
   FZG_CUDA_CHECK_LAUNCH();
-  // The head's copy is queued before the totals' read-back, so that it runs before the host waits.
+  // The head's copy is queued before the totals' read-back (so the host's wait takes its few
+  // us too): a stream made from the totals is then final, whichever stream reads it.
   const unsigned long long* totals_at = scratch.as<unsigned long long>() + LookBack::inclusive_word(chunks, chunks - 1);
   assemble_kernel<<<grid_for(tiles + L.group_flag_words, tile_block_threads, 4), tile_block_threads, 0, stream>>>(
       words, totals_at, bits_at, flags_at, blocks_at, L.group_flag_words);
   FZG_CUDA_CHECK_LAUNCH();
-  // The totals (flag words + 1, blocks + 1) are read back when the stream is first asked for
-  // (Buffer::deferred): the host meanwhile makes the pending streams of the steps before this
-  // one, whose read-backs were queued first (core/executor.cc).
+  // The totals (flag words + 1, blocks + 1) are waited for when the stream is first asked for
+  // (Buffer::deferred): the executor first makes the pending streams of the steps before this
+  // one, whose read-backs were queued first (core/executor.cc, encode_chunk).
   auto totals = std::make_shared<QueuedReadBack>(totals_at, 2 * sizeof(unsigned long long), stream);
   return Buffer::deferred([scratch, totals, blocks_at, group_flag_words = L.group_flag_words] {
     unsigned long long t[2];
