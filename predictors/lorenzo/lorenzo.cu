@@ -301,7 +301,7 @@ __device__ uint32_t prequantize_strip(const T* field, const Strip<TX, TY, TZ>& s
     uint32_t symbol = 0;
     if (Whole || strip.inside(k)) {
       if constexpr (Fill) symbol = missing.symbol_of(values[k]);
-      if (!symbol) exacts += prequantize(values[k], c.inverse_step, c.step, c.error_bound, c.accept_below, &q[k]);
+      if (!symbol) exacts += prequantize(values[k], c, &q[k]);
     }
     if constexpr (Fill) symbols |= symbol << (4 * k);
   }
@@ -336,8 +336,7 @@ __device__ void load_border(const T* field, const Grid& g, const TilePlace<TX, T
     const int64_t x = int64_t(p.x0) + hx - 1, y = int64_t(p.y0) + hy - (TY > 1), z = int64_t(p.z0) + hz - (TZ > 1);
     int32_t q = 0;
     if (x >= 0 && y >= 0 && z >= 0 && uint64_t(x) < g.nx && uint64_t(y) < g.ny && uint64_t(z) < g.nz)
-      prequantize(field[uint64_t(x) + g.nx * (uint64_t(y) + g.ny * uint64_t(z))], c.inverse_step, c.step,
-                  c.error_bound, c.accept_below, &q);
+      prequantize(field[uint64_t(x) + g.nx * (uint64_t(y) + g.ny * uint64_t(z))], c, &q);
     halo[cell] = q;
   }
 }
@@ -863,7 +862,7 @@ __global__ void __launch_bounds__(block_threads) place_outliers_kernel(
       if (p.inside(lx, ly, lz)) {
         value = field[p.global(g, lx, ly, lz)];
         const bool is_missing = Fill && missing.symbol_of(value) != 0;
-        is_exact = !is_missing && prequantize(value, c.inverse_step, c.step, c.error_bound, c.accept_below, &unused);
+        is_exact = !is_missing && prequantize(value, c, &unused);
         delta = H::delta(q, H::at(lx, ly, lz), axes);
         uint16_t code;
         is_escape = !encode_delta(delta, &code);

@@ -102,8 +102,7 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume();
-  const double inverse_step = 1.0 / quant.step;
-  const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
+  const QuantConstants constants = constants_of(quant, sizeof(T) == 4);
   int32_t q[max_tile_volume];
   uint8_t symbols[max_tile_volume];
   if (!missing.empty()) std::fill_n(symbols, s.volume(), uint8_t(0));  // keys outside the field: 0
@@ -118,7 +117,7 @@ void encode_tile(const T* field, const TileGrid& g, uint64_t tile, const Quantiz
           holds_data[i] = symbols[l] == 0;
           if (symbols[l]) continue;  // its q is its prediction (predict_missing, below)
         }
-        if (prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &q[l])) {
+        if (prequantize(value, constants, &q[l])) {
           out.exact_keys.push_back(key0 + l);
           out.exact_values.push_back(value);
         }
@@ -187,13 +186,12 @@ void quantize_tile(const T* field, const TileGrid& g, uint64_t tile, const Quant
   const TileShape s = g.tile;
   const TileBox b = tile_box(g, tile);
   const uint64_t key0 = tile * s.volume();
-  const double inverse_step = 1.0 / quant.step;
-  const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
+  const QuantConstants constants = constants_of(quant, sizeof(T) == 4);
   for (uint32_t z = 0; z < b.ez; ++z)
     for (uint32_t y = 0; y < b.ey; ++y)
       for (uint32_t x = 0; x < b.ex; ++x) {
         const uint64_t i = (b.x0 + x) + g.dims.x * ((b.y0 + y) + g.dims.y * (b.z0 + z));
-        if (prequantize(field[i], inverse_step, quant.step, quant.error_bound, accept_below, &q[i])) {
+        if (prequantize(field[i], constants, &q[i])) {
           out.exact_keys.push_back(key0 + x + s.x * (y + s.y * z));
           out.exact_values.push_back(field[i]);
         }
@@ -488,8 +486,7 @@ void axes_histograms_typed(const T* field, const Dims& dims, const Quantization&
   const TileGrid g(dims);
   const TileShape s = g.tile;
   const uint64_t stride = axes_sample_stride(g.tile_count());
-  const double inverse_step = 1.0 / quant.step;
-  const double accept_below = acceptance_threshold(sizeof(T) == 4, quant.error_bound, quant.min, quant.max);
+  const QuantConstants constants = constants_of(quant, sizeof(T) == 4);
   const int64_t px = s.x + 1, py = s.y + 1;
   // The stencil's seven lower neighbours, as terms of q - (1 - X)(1 - Y)(1 - Z) q with their
   // signs; a candidate keeps the terms that step back along its axes only (in_stencil).
@@ -520,7 +517,7 @@ void axes_histograms_typed(const T* field, const Dims& dims, const Quantization&
           for (uint32_t x = 0; x < b.ex; ++x) {
             const T value = field[(b.x0 + x) + dims.x * ((b.y0 + y) + dims.y * (b.z0 + z))];
             has_missing |= missing.symbol_of(value) != 0;
-            prequantize(value, inverse_step, quant.step, quant.error_bound, accept_below, &box[cell_of(x, y, z)]);
+            prequantize(value, constants, &box[cell_of(x, y, z)]);
           }
       if (has_missing) continue;
       for (size_t sp = 0; sp < spans.size(); ++sp) {
@@ -535,8 +532,7 @@ void axes_histograms_typed(const T* field, const Dims& dims, const Quantization&
               q = 0;
               if (across && gx >= 0 && gy >= 0 && gz >= 0 && uint64_t(gx) < dims.x && uint64_t(gy) < dims.y &&
                   uint64_t(gz) < dims.z)
-                prequantize(field[uint64_t(gx) + dims.x * (uint64_t(gy) + dims.y * uint64_t(gz))], inverse_step,
-                            quant.step, quant.error_bound, accept_below, &q);
+                prequantize(field[uint64_t(gx) + dims.x * (uint64_t(gy) + dims.y * uint64_t(gz))], constants, &q);
             }
         uint64_t* out = mine.data() + sp * per_span;
         for (uint32_t z = 0; z < b.ez; ++z)

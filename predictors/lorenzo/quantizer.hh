@@ -97,6 +97,12 @@ FZG_HOST_DEVICE QuantConstants constants_of(const Quantization& q, bool is_f32) 
   return {1.0 / q.step, q.step, q.error_bound, acceptance_threshold(is_f32, q.error_bound, q.min, q.max)};
 }
 
+// prequantize with a call's constants (the same numbers on either backend).
+template <typename T>
+FZG_HOST_DEVICE bool prequantize(T value, const QuantConstants& c, int32_t* q) {
+  return prequantize(value, c.inverse_step, c.step, c.error_bound, c.accept_below, q);
+}
+
 FZG_HOST_DEVICE int32_t wrapping_sub(int32_t a, int32_t b) { return int32_t(uint32_t(a) - uint32_t(b)); }
 FZG_HOST_DEVICE int32_t wrapping_add(int32_t a, int32_t b) { return int32_t(uint32_t(a) + uint32_t(b)); }
 
