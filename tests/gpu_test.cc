@@ -67,6 +67,24 @@ TEST_P(GpuMatchesCpu, TileOrderIdenticalFilesAndReconstructions) {
 INSTANTIATE_TEST_SUITE_P(Cases, GpuMatchesCpu, ::testing::ValuesIn(testing::round_trip_cases()),
                          [](const auto& info) { return info.param.name; });
 
+// A field of f32 subnormals at bounds of a few of their spacings: the device resolves the
+// same acceptance threshold (FLT_MIN's binade) and writes the CPU's file.
+TEST(Gpu, SubnormalFieldsWriteTheCpuFile) {
+  FZG_REQUIRE_GPU();
+  const Dims dims = Dims::make({33, 9, 9});
+  std::vector<float> values(dims.count());
+  for (uint64_t i = 0; i < dims.count(); ++i)
+    values[i] = float((std::sin(0.05 * double(i)) + 0.5) * double(std::numeric_limits<float>::min()) * 0.1);
+  for (double rel : {1e-3, 1e-5, 1e-6}) {
+    SCOPED_TRACE(rel);
+    const FieldRef field{values.data(), Location::host, DType::f32, dims};
+    CompressOptions on_cpu;
+    on_cpu.bound = {ErrorMode::rel, rel};
+    testing::expect_the_gpu_writes_the_cpu_file(compress(Graph::default_fz(), field, on_cpu), Graph::default_fz(),
+                                                field, on_cpu);
+  }
+}
+
 // At the type's largest values the GPU writes the CPU's files too, and never turns a finite
 // value into inf (q*step past FLT_MAX is an outlier on both backends).
 template <typename T>

@@ -77,6 +77,31 @@ TEST(Quantizer, AcceptanceShortcutNeverChangesTheAnswer) {
   EXPECT_EQ(lorenzo::acceptance_threshold(false, 1e-4, -1024.0, 1024.0), 1e-4);
 }
 
+TEST(Quantizer, AcceptanceShortcutNeverChangesTheAnswerBelowFltMin) {
+  // A field of f32 subnormals and a bound of a few of their spacings (2^-149): the rounding of
+  // q * step to f32 is half that spacing, not half an ulp of the field's own binade.
+  std::mt19937_64 rng(43);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double spacing = double(std::numeric_limits<float>::denorm_min());
+  int checked_settings = 0;
+  for (double eb : {7.3 * spacing, 10.8 * spacing, 100.5 * spacing})
+    for (double magnitude : {3e-39, 1e-40}) {
+      const double step = 2 * eb * (1 - 1e-7);
+      const double threshold = lorenzo::acceptance_threshold(true, eb, -magnitude, magnitude);
+      if (threshold < 0) continue;
+      ++checked_settings;
+      for (int i = 0; i < 20000; ++i) {
+        const float v = float((unit(rng) * 2 - 1) * magnitude);
+        int32_t q_fast, q_full;
+        const bool fast = lorenzo::prequantize(v, 1.0 / step, step, eb, threshold, &q_fast);
+        const bool full = lorenzo::prequantize(v, 1.0 / step, step, eb, -1.0, &q_full);
+        ASSERT_EQ(fast, full) << v << " eb " << eb;
+        if (!fast) ASSERT_LE(std::fabs(double(v) - double(lorenzo::reconstruct<float>(q_fast, step))), eb);
+      }
+    }
+  EXPECT_GE(checked_settings, 4);
+}
+
 TEST(Lorenzo, TileShapesMatchTheFormat) {
   EXPECT_EQ(lorenzo::tile_shape(1).volume(), 2048u);
   EXPECT_EQ(lorenzo::tile_shape(2).volume(), 1024u);

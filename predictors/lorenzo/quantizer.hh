@@ -74,16 +74,18 @@ FZG_HOST_DEVICE bool prequantize(T value, double inverse_step, double step, doub
 
 // The shortcut for prequantize: for f64, x' = q*step exactly, so the bound itself (a product
 // past DBL_MAX is inf, whose distance from x fails the shortcut); for f32, the bound less twice
-// the largest rounding (half an f32 ulp at max|x| + eb, where every finite x and q*step lie),
-// which also covers the double arithmetic's own rounding. Rounding is bounded only while no
-// q*step can round past FLT_MAX to inf: a field reaching that far is always checked fully.
-// -1 disables the shortcut.
+// the largest rounding (half an f32 ulp at max|x| + eb, where every finite x and q*step lie;
+// below FLT_MIN the ulp stays that of FLT_MIN's binade, 2^-149, so a field of subnormals and
+// its bound, both below it, take that one), which also covers the double arithmetic's own
+// rounding. Rounding is bounded only while no q*step can round past FLT_MAX to inf: a field
+// reaching that far is always checked fully. -1 disables the shortcut.
 FZG_HOST_DEVICE double acceptance_threshold(bool is_f32, double error_bound, double min, double max) {
   if (!is_f32) return error_bound;
   const double largest = std::fmax(std::fabs(min), std::fabs(max)) + error_bound;
   if (!(largest > 0) || !std::isfinite(largest)) return -1;
   if (largest > double(FLT_MAX)) return -1;
-  const double half_ulp = std::ldexp(1.0, std::ilogb(largest) - 24);
+  const int exponent = std::ilogb(largest) > FLT_MIN_EXP - 1 ? std::ilogb(largest) : FLT_MIN_EXP - 1;
+  const double half_ulp = std::ldexp(1.0, exponent - 24);
   const double threshold = error_bound - 2 * half_ulp;
   return threshold > 0 ? threshold : -1;
 }
