@@ -358,7 +358,11 @@ bool stored_exactly(const Container& c) {
   return true;
 }
 
+// Why a lossy request was stored exactly: compress knows which; a file alone says only that
+// its stored graph has no lossy stage.
 constexpr const char* stored_exactly_note = "stored exactly: the lossy coding was larger";
+constexpr const char* no_lossy_stage_note = "stored exactly: the config has no lossy stage";
+constexpr const char* stored_graph_note = "stored exactly: the stored graph has no lossy stage";
 
 }  // namespace
 
@@ -463,7 +467,10 @@ int run_compress(const CompressArgs& a) {
   if (a.output != "-")
     std::cerr << "fzg: " << field.size_bytes() << " -> " << file.size() << " bytes, ratio "
               << double(field.size_bytes()) / double(file.size())
-              << (stored_exactly(inspect(file)) ? std::string(" (") + stored_exactly_note + ")" : "") << "\n";
+              << (stored_exactly(inspect(file))
+                      ? std::string(" (") + (graph.has_predictor() ? stored_exactly_note : no_lossy_stage_note) + ")"
+                      : "")
+              << "\n";
   return 0;
 }
 
@@ -603,7 +610,7 @@ int run_info(const std::string& path, bool json) {
   if (lossless)
     std::printf("  bound      lossless (exact)");
   else if (exactly)
-    std::printf("  bound      %s %g; %s", to_string(h.mode).c_str(), h.requested_bound, stored_exactly_note);
+    std::printf("  bound      %s %g; %s", to_string(h.mode).c_str(), h.requested_bound, stored_graph_note);
   else
     std::printf("  bound      %s %g -> absolute %.6g (step %.6g)", to_string(h.mode).c_str(), h.requested_bound,
                 h.quant.error_bound, h.quant.step);

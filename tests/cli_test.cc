@@ -431,13 +431,26 @@ TEST_F(Cli, InfoOnALossyFileShowsTheBoundAndStep) {
   EXPECT_TRUE(j.contains("min"));
 }
 
+// A lossy bound with a config that has no lossy stage: stored exactly, and compress says why
+// (not that a lossy coding was larger: there was none).
+TEST_F(Cli, LossyBoundWithALosslessConfigSaysTheConfigHasNoLossyStage) {
+  write_field("a.f32", 20000);
+  const std::string config = testing::source_dir() + "/configs/lossless-gpulz.json";
+  const CommandResult r =
+      run("compress -i " + path("a.f32") + " -l 20000 -m rel -e 1e-3 -c " + config + " -o " + path("a.fzg"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "stored exactly: the config has no lossy stage")) << r.err;
+  EXPECT_FALSE(contains(r.err, "lossy coding was larger")) << r.err;
+  EXPECT_TRUE(contains(run("info " + path("a.fzg")).out, "stored exactly")) << run("info " + path("a.fzg")).out;
+}
+
 // abs 1e-300 makes nearly every point an outlier: the file is the field stored exactly, no
 // larger than the field, and compress and info say so.
 TEST_F(Cli, HopelesslyTightBoundIsStoredExactlyAndSaysSo) {
   write_field("a.f32", 20000);
   const CommandResult r = run("compress -i " + path("a.f32") + " -l 20000 -m abs -e 1e-300 -o " + path("a.fzg"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(contains(r.err, "stored exactly")) << r.err;
+  EXPECT_TRUE(contains(r.err, "stored exactly: the lossy coding was larger")) << r.err;
   EXPECT_LT(slurp(path("a.fzg")).size(), slurp(path("a.f32")).size() + 1024);
   const auto j = nlohmann::json::parse(run("info --json " + path("a.fzg")).out);
   EXPECT_EQ(j["stored_exactly"], true);
