@@ -441,7 +441,8 @@ TEST_F(Cli, LossyBoundWithALosslessConfigSaysTheConfigHasNoLossyStage) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "stored exactly: the config has no lossy stage")) << r.err;
   EXPECT_FALSE(contains(r.err, "lossy coding was larger")) << r.err;
-  EXPECT_TRUE(contains(run("info " + path("a.fzg")).out, "stored exactly")) << run("info " + path("a.fzg")).out;
+  const CommandResult info = run("info " + path("a.fzg"));
+  EXPECT_TRUE(contains(info.out, "stored exactly")) << info.out;
 }
 
 // abs 1e-300 makes nearly every point an outlier: the file is the field stored exactly, no

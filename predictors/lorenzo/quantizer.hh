@@ -84,8 +84,8 @@ FZG_HOST_DEVICE double acceptance_threshold(bool is_f32, double error_bound, dou
   const double largest = std::fmax(std::fabs(min), std::fabs(max)) + error_bound;
   if (!(largest > 0) || !std::isfinite(largest)) return -1;
   if (largest > double(FLT_MAX)) return -1;
-  const int exponent = std::ilogb(largest) > FLT_MIN_EXP - 1 ? std::ilogb(largest) : FLT_MIN_EXP - 1;
-  const double half_ulp = std::ldexp(1.0, exponent - 24);
+  const int exponent = std::ilogb(largest);  // FLT_MIN's binade at least (FLT_MIN_EXP - 1)
+  const double half_ulp = std::ldexp(1.0, (exponent > FLT_MIN_EXP - 1 ? exponent : FLT_MIN_EXP - 1) - 24);
   const double threshold = error_bound - 2 * half_ulp;
   return threshold > 0 ? threshold : -1;
 }
