@@ -133,14 +133,24 @@ if [ "$phase" != bench ]; then
 
   # compute-sanitizer on the GPU tests that run every kernel (chunks of every size, every GPU
   # suite, the conformance suite's CUDA cases): memcheck, then racecheck on a few. (Every
-  # conformance case under memcheck took over 600 s.)
+  # conformance case under memcheck took over 600 s.) Each run has a time limit of its own:
+  # racecheck once ran past 300 s where it takes ~40 s (twice in three runs at 2e87f1a, each
+  # time after the extreme-value check), which cost the whole device call. A run stopped by
+  # its limit fails the check and names the test it was in (the logs keep gtest's RUN lines).
   sanitizer_rc=0
+  sanitize() {  # tool, seconds, gtest filter
+    local tool=$1 limit=$2 filter=$3 rc=0
+    timeout -k 10 "$limit" compute-sanitizer --tool "$tool" --error-exitcode 9 "$tests_bin" --gtest_filter="$filter" \
+      >"$out/$tool.log" 2>&1 || rc=$?
+    if [ $rc -eq 124 ]; then
+      pkill -KILL -x "$(basename "$tests_bin")" || true  # the tool's child, if it outlived the tool
+      echo "[${SECONDS}s] $tool: stopped after $limit s, in $(grep -E '^\[ RUN +\]' "$out/$tool.log" | tail -1 | sed 's/^\[ RUN *\] //')"
+    fi
+    sanitizer_rc=$((sanitizer_rc + rc))
+  }
   if command -v compute-sanitizer >/dev/null; then
-    compute-sanitizer --tool memcheck --error-exitcode 9 "$tests_bin" --gtest_brief=1 \
-      --gtest_filter='Gpu.*:*Conformance*Cuda*:MissingValues.Gpu*:*GpuSsim*' >"$out/memcheck.log" 2>&1 || sanitizer_rc=$?
-    compute-sanitizer --tool racecheck --error-exitcode 9 "$tests_bin" --gtest_brief=1 \
-      --gtest_filter='Gpu.NoiseAt*:Gpu.ChunksOfAnySize*:MissingValues.Gpu*' >"$out/racecheck.log" 2>&1 ||
-      sanitizer_rc=$((sanitizer_rc + $?))
+    sanitize memcheck "${FZG_MEMCHECK_SECONDS:-200}" 'Gpu.*:*Conformance*Cuda*:MissingValues.Gpu*:*GpuSsim*'
+    sanitize racecheck "${FZG_RACECHECK_SECONDS:-150}" 'Gpu.NoiseAt*:Gpu.ChunksOfAnySize*:MissingValues.Gpu*'
     echo "[${SECONDS}s] compute-sanitizer: $(grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$out/memcheck.log" "$out/racecheck.log" | tr '\n' ' ')"
   else
     echo "compute-sanitizer not found"; sanitizer_rc=1
