@@ -185,6 +185,10 @@ uint64_t chunk_first_value(const Dims& dims, uint64_t chunk_rows, uint64_t k) {
 }
 
 std::vector<uint8_t> write_metadata(Container& c) {
+  const uint64_t streams = c.chunks.empty() ? 0 : c.chunks[0].streams.size();
+  if (c.stage_headers.size() > max_stage_count || streams > max_stream_count)
+    fail(ErrorCode::invalid_argument, "a file holds at most " + std::to_string(max_stage_count) + " stages and " +
+                                          std::to_string(max_stream_count) + " stored streams");
   const std::vector<uint8_t> graph = encode_graph_text(c.graph_json);
   c.graph_bytes = graph.size();
   Writer w;
@@ -202,7 +206,7 @@ std::vector<uint8_t> write_metadata(Container& c) {
   w.put<double>(c.header.requested_bound);
   w.put<uint64_t>(c.header.chunk_rows);
   w.put<uint32_t>(uint32_t(c.stage_headers.size()));
-  w.put<uint32_t>(uint32_t(c.chunks.empty() ? 0 : c.chunks[0].streams.size()));
+  w.put<uint32_t>(uint32_t(streams));
   w.put<uint64_t>(c.chunks.size());
   const size_t metadata_at = w.bytes.size();
   w.put<uint64_t>(0);  // metadata size, filled below
@@ -273,7 +277,7 @@ uint64_t metadata_size_bound(const uint8_t* head, uint64_t available_bytes) {
   const uint64_t graph_bytes = r.get<uint32_t>("header");
   r.seek(80);
   const uint64_t stages = r.get<uint32_t>("header"), streams = r.get<uint32_t>("header");
-  require_data(stages < 4096 && streams < 4096, "stage or stream count");
+  require_data(stages <= max_stage_count && streams <= max_stream_count, "stage or stream count");
   // A stage record has at most 16 input sizes.
   return fixed_header_bytes_v1 + padded8(graph_bytes) + stages * (8 + 16 * 8) + streams * 16;
 }
@@ -293,7 +297,8 @@ Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_b
   const uint32_t stage_count = r.get<uint32_t>("header"), stream_count = r.get<uint32_t>("header");
   const uint64_t chunks = r.get<uint64_t>("header");
   // Every graph stores at least one stream.
-  require_data(stage_count < 4096 && stream_count >= 1 && stream_count < 4096, "stage or stream count");
+  require_data(stage_count <= max_stage_count && stream_count >= 1 && stream_count <= max_stream_count,
+               "stage or stream count");
   require_data(chunks == chunk_count(c.header.dims, c.header.chunk_rows), "chunk count");
   const uint64_t metadata = r.get<uint64_t>("header");
   require_data(metadata <= available && metadata <= file_bytes, "metadata size");

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/container.hh"
 #include "core/error.hh"
 #include "core/registry.hh"
 
@@ -104,6 +105,12 @@ Graph Graph::from_json(const nlohmann::json& config) {
   }
   if (!config.contains("stages") || !config.at("stages").is_array()) config_error("config: \"stages\" must be an array");
   if (!config.contains("store") || !config.at("store").is_array()) config_error("config: \"store\" must be an array");
+  // Checked before any stage is made: a file's limits (container.hh), and a config of a million
+  // stages fails at once.
+  if (config.at("stages").size() > max_stage_count)
+    config_error("config: a graph has at most " + std::to_string(max_stage_count) + " stages (a file's limit)");
+  if (config.at("store").size() > max_stream_count)
+    config_error("config: a graph stores at most " + std::to_string(max_stream_count) + " streams (a file's limit)");
 
   std::vector<RawNode> raw;
   std::map<std::string, int> index_of;

@@ -113,6 +113,18 @@ TEST(Container, DamageBehindAValidChecksumIsStillCaught) {
   }
 }
 
+// The writer refuses what its readers would: more stages than a file holds.
+TEST(Container, WriterRefusesMoreStagesThanAFileHolds) {
+  Container c = inspect(sample_file());
+  c.stage_headers.resize(max_stage_count + 1);
+  try {
+    write_metadata(c);
+    ADD_FAILURE() << "written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+  }
+}
+
 // The bytes between a stream's end and the next 8-byte boundary are zero in every valid file;
 // each of their bits flipped is a checksum mismatch, not a file accepted as it is.
 TEST(Container, FlippedPaddingBitIsAnError) {

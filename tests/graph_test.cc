@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/container.hh"
 #include "core/graph.hh"
 #include "core/stage.hh"
 #include "test_util.hh"
@@ -102,6 +103,35 @@ TEST(Graph, OutputReadTwiceIsAnError) {
 }
 
 TEST(Graph, MalformedJsonIsAConfigError) { error_of("{\"stages\": ["); }
+
+// A chain of `n` zero-block stages on the input's bytes, storing the last one's output.
+std::string zero_block_chain(int n) {
+  std::string stages = R"({"id": "s0", "type": "zero-block", "inputs": {"in": "input"}})";
+  for (int i = 1; i < n; ++i)
+    stages += R"(, {"id": "s)" + std::to_string(i) + R"(", "type": "zero-block", "inputs": {"in": "s)" +
+              std::to_string(i - 1) + R"(.out"}})";
+  return R"({"stages": [)" + stages + R"(], "store": ["s)" + std::to_string(n - 1) + R"(.out"]})";
+}
+
+// A file holds at most 4095 stages and stored streams (its readers refuse more): a graph of
+// that many writes a file that reads back, and one more is a config error, not a file nobody
+// can read.
+TEST(Graph, AsManyStagesAsAFileHoldsAndNoMore) {
+  const Graph longest = Graph::from_text(zero_block_chain(int(max_stage_count)));
+  std::vector<uint8_t> bytes(1001);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 37 % 251);
+  CompressOptions options;
+  options.bound = {ErrorMode::lossless, 0};
+  const Decompressed out =
+      decompress(compress(longest, {bytes.data(), Location::host, DType::u8, Dims::make({1001})}, options), {});
+  ASSERT_EQ(out.data.size(), bytes.size());
+  EXPECT_EQ(std::memcmp(out.data.data(), bytes.data(), bytes.size()), 0);
+  EXPECT_NE(error_of(zero_block_chain(int(max_stage_count) + 1)).find("at most 4095 stages"), std::string::npos);
+  std::string store;
+  for (uint32_t i = 0; i <= max_stream_count; ++i) store += std::string(i ? ", " : "") + "\"z.out\"";
+  EXPECT_NE(error_of(std::string("{") + stages_ok + ", \"store\": [" + store + "]}").find("at most 4095 streams"),
+            std::string::npos);
+}
 
 TEST(Graph, LosslessVariantFeedsTheInputToTheCodesConsumer) {
   const Graph g = Graph::default_fz().without_predictor();
