@@ -21,19 +21,24 @@ std::vector<uint64_t> parse_sizes(const std::string& text) {
   std::stringstream in(text);
   std::string part;
   while (std::getline(in, part, ',')) {
-    if (part.empty()) continue;
+    const std::string given = part;
+    auto bad = [&] { fail(ErrorCode::invalid_argument, "bad size '" + given + "' in --sizes (expected e.g. 1M,100M,1G)"); };
+    if (part.empty()) bad();
     double scale = 1;
     const char unit = part.back();
     if (unit == 'K' || unit == 'k') scale = 1e3;
     if (unit == 'M' || unit == 'm') scale = 1e6;
     if (unit == 'G' || unit == 'g') scale = 1e9;
     if (scale != 1) part.pop_back();
+    // A number and nothing else (std::stod alone took "1T" as 1 and "2kk" as 2k).
     double value = 0;
+    size_t used = 0;
     try {
-      value = std::stod(part) * scale;
+      value = std::stod(part, &used) * scale;
     } catch (const std::exception&) {
-      fail(ErrorCode::invalid_argument, "bad size '" + part + "' in --sizes (expected e.g. 1M,100M,1G)");
+      bad();
     }
+    if (used != part.size() || part.find_first_not_of("0123456789.eE+") != std::string::npos) bad();
     if (!(value >= 1 && value <= 8e9)) fail(ErrorCode::invalid_argument, "--sizes entries lie in [1, 8G] values");
     sizes.push_back(uint64_t(value));
   }

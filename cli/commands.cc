@@ -178,7 +178,17 @@ void check_allocatable(const FieldSize& size, const std::string& what) {
   fail(ErrorCode::invalid_argument, message);
 }
 
-Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size, const std::string& expected_what) {
+namespace {
+
+// Whether the first bytes read of an input (all of them, where it is shorter) can begin an fzg
+// file; the container's reader then checks the rest.
+void check_fzg_start(const uint8_t* data, uint64_t size) {
+  if (std::memcmp(data, container_magic, std::min<uint64_t>(size, sizeof container_magic)) != 0)
+    fail(ErrorCode::corrupt_data, "not an fzg file (bad magic)");
+}
+
+Buffer read_input(const std::string& path, std::optional<uint64_t> expected_size, const std::string& expected_what,
+                  bool fzg_file) {
   const std::string name = name_of(path);
   int raw_fd = STDIN_FILENO;
   if (path != "-") {
@@ -206,7 +216,12 @@ Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size,
     check_allocatable(need, "reading " + name);
     Buffer b = allocate(size, "reading " + name);
     Progress progress("reading " + name, ProgressUnit::bytes, double(size));
-    const uint64_t got = read_some(fd.get(), b.data(), size, name, progress, done);
+    uint64_t got = 0;
+    if (fzg_file) {
+      got = read_some(fd.get(), b.data(), std::min<uint64_t>(size, sizeof container_magic), name, progress, done);
+      check_fzg_start(b.data(), got);
+    }
+    got += read_some(fd.get(), b.data() + got, size - got, name, progress, done);
     if (got != size)
       fail(ErrorCode::io, name + " ended after " + std::to_string(got) + " of its " + std::to_string(size) +
                               " bytes (did it change while being read?)");
@@ -226,10 +241,17 @@ Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size,
   }
   std::vector<Buffer> chunks;
   uint64_t total = 0;
+  const MemoryLimit limit = memory_limit();
   for (;;) {
     Buffer chunk = allocate(io_chunk, "reading " + name);
     const uint64_t got = read_some(fd.get(), chunk.data(), io_chunk, name, progress, done);
+    if (fzg_file && chunks.empty()) check_fzg_start(chunk.data(), got);
     total += got;
+    // Held twice at the end (the pieces, then the whole): a stream with no end (/dev/zero)
+    // stops here rather than when the machine runs out.
+    if (limit.bytes && total > limit.bytes / 2)
+      fail(ErrorCode::invalid_argument, "reading " + name + ": more than half of " + limit.what + " (" +
+                                            format_bytes(double(limit.bytes)) + ") and not at its end");
     if (got) {
       chunk.shrink(got);
       chunks.push_back(std::move(chunk));
@@ -246,6 +268,14 @@ Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size,
   }
   return b;
 }
+
+}  // namespace
+
+Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size, const std::string& expected_what) {
+  return read_input(path, expected_size, expected_what, false);
+}
+
+Buffer read_fzg_file(const std::string& path) { return read_input(path, std::nullopt, "", true); }
 
 namespace {
 
@@ -368,6 +398,24 @@ constexpr const char* stored_graph_note = "stored exactly: the stored graph has 
 
 std::string dump_json(const nlohmann::json& j) { return finite_or_string(j).dump(2); }
 
+std::string printable(const std::string& text, size_t limit) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= limit) return out + "... (" + std::to_string(text.size() - i) + " bytes more)";
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      out += escaped;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
+}
+
 std::vector<double> fill_values_for(const CodecArgs& a, const std::vector<double>& file_fill_values) {
   if (a.fill.empty()) return file_fill_values;
   std::vector<double> values;
@@ -386,7 +434,11 @@ Graph with_fills(const Graph& graph, const std::vector<double>& fill_values, Err
 }
 
 Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values) {
-  return with_fills(load_graph(a.config), fill_values, parse_error_mode(a.mode));
+  const ErrorMode mode = parse_error_mode(a.mode);
+  // An input's own fill values are dropped quietly in lossless mode; ones the user typed are not.
+  if (mode == ErrorMode::lossless && !a.fill.empty() && a.fill != std::vector<std::string>{"none"})
+    fail(ErrorCode::invalid_argument, "--fill has no effect with -m lossless: every value comes back exactly");
+  return with_fills(load_graph(a.config), fill_values, mode);
 }
 
 FieldRef load_field(const FieldArgs& a, Buffer& bytes, std::vector<double>* file_fill_values) {
@@ -520,7 +572,7 @@ int run_decompress_box(const DecompressArgs& a, const DecompressOptions& options
   const Box box = parse_box(a.range);
   Decompressed out;
   if (a.input == "-") {
-    out = decompress_box(read_file(a.input), box, options);
+    out = decompress_box(read_fzg_file(a.input), box, options);
   } else {
     struct stat st {};
     if (stat(a.input.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) fail(ErrorCode::io, "'" + a.input + "' is not a readable file");
@@ -539,7 +591,7 @@ int run_decompress(const DecompressArgs& a) {
   options.device = parse_device(a.device);
   options.device_memory_budget = a.device_memory_mb << 20;
   if (!a.range.empty()) return run_decompress_box(a, options);
-  const Buffer file = read_file(a.input);
+  const Buffer file = read_fzg_file(a.input);
   Decompressed out;
   {
     const Header h = inspect(file).header;
@@ -552,7 +604,7 @@ int run_decompress(const DecompressArgs& a) {
 }
 
 int run_info(const std::string& path, bool json) {
-  const Buffer file = read_file(path);
+  const Buffer file = read_fzg_file(path);
   const Container c = inspect(file);
   const nlohmann::json graph = nlohmann::json::parse(c.graph_json);
   const nlohmann::json headers = describe_stage_headers(c);
@@ -623,17 +675,17 @@ int run_info(const std::string& path, bool json) {
   const char* slices = h.dims.rank == 3 ? "z planes" : h.dims.rank == 2 ? "y rows" : "values";
   std::printf("  chunks     %llu, of %llu %s each (the last may hold fewer)\n", (unsigned long long)c.chunks.size(),
               (unsigned long long)std::min<uint64_t>(h.chunk_rows, slowest_extent(h.dims)), slices);
-  std::printf("  graph      %s\n", graph.value("name", std::string("?")).c_str());
+  std::printf("  graph      %s\n", printable(graph.value("name", std::string("?"))).c_str());
   for (size_t i = 0; i < stage_count; ++i) {
     const std::string id = graph["stages"][i]["id"].get<std::string>();
-    std::printf("    %-10s %-12s", id.c_str(), graph["stages"][i]["type"].get<std::string>().c_str());
+    std::printf("    %-10s %-12s", printable(id).c_str(), printable(graph["stages"][i]["type"].get<std::string>()).c_str());
     if (headers.contains(id)) std::printf(" header %s", headers[id].dump().c_str());
     if (raw_chunks[i]) std::printf(" (stored raw in %llu of %zu chunks)", (unsigned long long)raw_chunks[i], c.chunks.size());
     std::printf("\n");
   }
   std::printf("  streams (all chunks)\n");
   for (size_t s = 0; s < stream_count; ++s)
-    std::printf("    %-18s %12llu bytes\n", graph["store"][s].get<std::string>().c_str(),
+    std::printf("    %-18s %12llu bytes\n", printable(graph["store"][s].get<std::string>()).c_str(),
                 (unsigned long long)stream_totals[s]);
   return 0;
 }
@@ -863,8 +915,12 @@ int run_eval(const EvalArgs& a) {
       std::printf("  missing        %llu points hold a fill value: kept bit for bit, left out of every metric below\n",
                   (unsigned long long)r["missing_points"].get<uint64_t>());
     std::printf("  PSNR           %.2f dB   NRMSE %.3g\n", r["psnr_db"].get<double>(), r["nrmse"].get<double>());
-    std::printf("  SSIM           %.6f   Pearson %.6f   error lag-1 autocorrelation %.3f\n",
-                r["ssim"].get<double>(), r["pearson"].get<double>(), r["error_autocorrelation"].get<double>());
+    // NaN: no SSIM window free of missing and non-finite points, so nothing to measure.
+    const double ssim_value = r["ssim"].get<double>();
+    const std::string ssim_text = std::isnan(ssim_value) ? "n/a (no window without missing or non-finite points)"
+                                                          : std::to_string(ssim_value);
+    std::printf("  SSIM           %s   Pearson %.6f   error lag-1 autocorrelation %.3f\n", ssim_text.c_str(),
+                r["pearson"].get<double>(), r["error_autocorrelation"].get<double>());
     if (lossless)
       std::printf("  exact          %s\n", violations ? "NO: the round trip changed the bytes" : "yes, byte for byte");
     else

@@ -109,9 +109,12 @@ Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values);
 // (a directory, socket or block device is refused, naming what it is). With `expected_size`,
 // a file of another size is refused before it is read, a pipe is read no further than one
 // byte past it, and a character device (/dev/urandom) gives that many bytes. Shows progress
-// on a terminal.
+// on a terminal. A stream of no expected size is read while it fits in memory (memory_limit).
 Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size = std::nullopt,
                  const std::string& expected_what = "");
+// An fzg file: read_file, with its first bytes checked for the container's magic before the
+// rest is read (a stream of zeros or a large foreign file fails at once, not once read).
+Buffer read_fzg_file(const std::string& path);
 // Writes beside the path, then renames over it ("-" = stdout), in chunks, with progress.
 void write_file(const std::string& path, const uint8_t* data, uint64_t size);
 // Refuses an output that cannot be written or that is the input itself (the same file by
@@ -153,5 +156,9 @@ void check_allocatable(const FieldSize& size, const std::string& what);
 // Every JSON the CLI prints: numbers as numbers, except non-finite ones, which nlohmann would
 // print as null: "inf", "-inf" and "nan" strings instead.
 std::string dump_json(const nlohmann::json& j);
+// Text from a user or a file as one terminal line: control characters escaped (\n, \x1b, ...),
+// so that a message or a stored name can neither break the line nor drive the terminal, and
+// cut after `limit` bytes.
+std::string printable(const std::string& text, size_t limit = 4096);
 
 }  // namespace fzg::cli

@@ -15,6 +15,16 @@ const char* const commands[] = {"compress", "decompress", "info", "eval", "gen",
 const char* const lossy_types_help = "element type: f32, f64 (or u8, u16, u32, i32 with -m lossless)";
 const char* const gen_types_help = "element type: f32 or f64";
 
+// Counts, seeds and sizes: digits alone. CLI11 reads "-1" into an unsigned as 2^64 - 1, and a
+// number past 64 bits as it wraps.
+const CLI::Validator whole_number(
+    [](std::string& text) -> std::string {
+      if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+        return "expected a whole number below 10^19, got '" + fzg::cli::printable(text, 64) + "'";
+      return std::string();
+    },
+    "UINT");
+
 // Where the field comes from: -i (when `with_input`), and --gen with its --seed (when
 // `with_gen`); gen itself names the kind with --kind.
 void add_field_options(CLI::App* cmd, fzg::cli::FieldArgs& f, bool with_input, bool with_gen, const char* type_help) {
@@ -27,7 +37,7 @@ void add_field_options(CLI::App* cmd, fzg::cli::FieldArgs& f, bool with_input, b
   cmd->add_option("-t,--type", f.type, type_help)->capture_default_str();
   cmd->add_option("-l,--dims", f.dims, "dimensions, fastest first, e.g. 500x500x100");
   cmd->add_flag("--zyx", f.slowest_first, "read -l slowest first (100x500x500)");
-  if (with_gen) cmd->add_option("--seed", f.seed, "seed of the synthetic field")->capture_default_str();
+  if (with_gen) cmd->add_option("--seed", f.seed, "seed of the synthetic field")->check(whole_number)->capture_default_str();
 }
 
 void add_codec_options(CLI::App* cmd, fzg::cli::CodecArgs& c) {
@@ -40,6 +50,7 @@ void add_codec_options(CLI::App* cmd, fzg::cli::CodecArgs& c) {
   cmd->add_option("--device", c.device, "auto, cpu or cuda")->capture_default_str();
   cmd->add_option("--device-memory", c.device_memory_mb,
                   "MB of GPU memory the call may hold (0: what is free); a larger host field goes through in chunks")
+      ->check(whole_number)
       ->capture_default_str();
   cmd->add_option("--fill", c.fill,
                   "a value that marks missing points (repeatable; nan, -nan, inf and -inf accepted): they stay out of "
@@ -77,12 +88,12 @@ int main(int argc, char** argv) {
   app.failure_message([](const CLI::App* parent, const CLI::Error& e) {
     std::string help = "fzg --help";
     for (const CLI::App* sub : parent->get_subcommands()) help = "fzg " + sub->get_name() + " --help";
-    return std::string("fzg: error: ") + e.what() + " (see " + help + ")\n";
+    return "fzg: error: " + fzg::cli::printable(e.what()) + " (see " + help + ")\n";
   });
 
   // The first word names the command; say so when it names none.
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::cerr << "fzg: error: unknown command '" << argv[1]
+    std::cerr << "fzg: error: unknown command '" << fzg::cli::printable(argv[1])
               << "' (expected compress, decompress, info, eval, gen, bench, sweep or compare)\n";
     return 1;
   }
@@ -101,10 +112,11 @@ int main(int argc, char** argv) {
   decompress->add_option("--device", decompress_args.device, "auto, cpu or cuda")->capture_default_str();
   decompress->add_option("--device-memory", decompress_args.device_memory_mb,
                          "MB of GPU memory the call may hold (0: what is free)")
+      ->check(whole_number)
       ->capture_default_str();
   decompress->add_option("--range", decompress_args.range,
-                         "only the sub-box x0:x1[,y0:y1[,z0:z1]] (fastest first, half-open); reads only the chunks "
-                         "that hold it");
+                         "only the sub-box x0:x1[,y0:y1[,z0:z1]] (fastest first, half-open, clipped to the field as a "
+                         "numpy slice is); reads only the chunks that hold it");
   decompress->footer(progress_footer);
 
   std::string info_path;
@@ -120,7 +132,7 @@ int main(int argc, char** argv) {
   auto* eval = app.add_subcommand("eval", "round trip and report ratio, PSNR, errors and throughput");
   add_field_options(eval, eval_args.field, true, true, lossy_types_help);
   add_codec_options(eval, eval_args.codec);
-  eval->add_option("--repeat", eval_args.repeat, "timed repeats (median)")->capture_default_str();
+  eval->add_option("--repeat", eval_args.repeat, "timed repeats (median)")->check(whole_number)->capture_default_str();
   eval->add_flag("--json", eval_args.json, "machine-readable output");
   eval->footer(std::string(fzgpu_format_footer) + " Exit status 3 when a point misses the bound.\n");
 
@@ -128,17 +140,18 @@ int main(int argc, char** argv) {
   auto* gen = app.add_subcommand("gen", "write a synthetic field");
   add_field_options(gen, gen_args.field, false, false, gen_types_help);
   gen->add_option("--kind", gen_args.field.gen_kind, "smooth, turbulent, noisy or constant");
-  gen->add_option("--seed", gen_args.field.seed, "seed of the synthetic field")->capture_default_str();
+  gen->add_option("--seed", gen_args.field.seed, "seed of the synthetic field")->check(whole_number)->capture_default_str();
   gen->add_option("-o,--output", gen_args.output, "output file");
 
   BenchArgs bench_args;
   auto* bench = app.add_subcommand("bench", "throughput: kernel-only and end to end, per stage");
   add_field_options(bench, bench_args.field, true, true, lossy_types_help);
   add_codec_options(bench, bench_args.codec);
-  bench->add_option("--repeat", bench_args.repeat, "timed repeats (median)")->capture_default_str();
-  bench->add_option("--warmup", bench_args.warmup, "untimed warm-up runs")->capture_default_str();
+  bench->add_option("--repeat", bench_args.repeat, "timed repeats (median)")->check(whole_number)->capture_default_str();
+  bench->add_option("--warmup", bench_args.warmup, "untimed warm-up runs")->check(whole_number)->capture_default_str();
   bench->add_option("--sizes", bench_args.sizes, "values per run, e.g. 1M,10M,100M,1G (synthetic cubes)");
   bench->add_option("--chunk", bench_args.chunk_values, "values per chunk instead of the config's chunk_values (0: the config's)")
+      ->check(whole_number)
       ->capture_default_str();
   bench->add_flag("--json", bench_args.json, "machine-readable output");
   bench->add_flag("--trace", bench_args.trace, "print the timeline (host and GPU) of one call each way");
@@ -167,7 +180,7 @@ int main(int argc, char** argv) {
                     "a JSON plan instead of -i/-c/-m/-e: {\"fields\": [...], \"configs\": [...], \"mode\": \"rel\", "
                     "\"bounds\": [...]}");
   sweep->add_option("-o,--output", sweep_args.output, "results: .csv or .json; rows already there are not run again");
-  sweep->add_option("--repeat", sweep_args.repeat, "timed repeats per run (median)")->capture_default_str();
+  sweep->add_option("--repeat", sweep_args.repeat, "timed repeats per run (median)")->check(whole_number)->capture_default_str();
   sweep->footer(
       "The output is rewritten after every run, so an interrupted sweep resumes where it stopped. Kernel-only "
       "throughput and peak device memory are measured on the GPU only. Exit status 3 when a point misses the "
@@ -192,7 +205,11 @@ int main(int argc, char** argv) {
   }
   try {
     if (compress->parsed()) return run_compress(compress_args);
-    if (decompress->parsed()) return run_decompress(decompress_args);
+    if (decompress->parsed()) {
+      if (decompress->count("--range") && decompress_args.range.empty())  // '' would decode the whole field
+        fzg::fail(fzg::ErrorCode::invalid_argument, "an empty --range (expected x0:x1[,y0:y1[,z0:z1]], e.g. 0:100,20:40)");
+      return run_decompress(decompress_args);
+    }
     if (info->parsed()) return run_info(info_path, info_json);
     if (eval->parsed()) return run_eval(eval_args);
     if (gen->parsed()) return run_gen(gen_args);
@@ -200,13 +217,13 @@ int main(int argc, char** argv) {
     if (sweep->parsed()) return run_sweep(sweep_args);
     if (compare->parsed()) return run_compare(compare_args);
   } catch (const fzg::Error& e) {
-    std::cerr << "fzg: error: " << e.what() << "\n";
+    std::cerr << "fzg: error: " << fzg::cli::printable(e.what()) << "\n";
     return 1;
   } catch (const std::bad_alloc&) {
     std::cerr << "fzg: error: out of memory\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "fzg: error: " << e.what() << "\n";
+    std::cerr << "fzg: error: " << fzg::cli::printable(e.what()) << "\n";
     return 1;
   }
   return 1;

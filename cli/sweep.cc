@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -103,9 +104,15 @@ Plan plan_from_file(const std::string& path) {
   for (const auto& [key, value] : j.items())
     if (key != "fields" && key != "configs" && key != "mode" && key != "bounds" && key != "device")
       bad("unknown key \"" + key + "\" (expected fields, configs, mode, bounds, device)");
+  // A key's text (nlohmann's value() throws its own type_error, naming no key, on a number).
+  auto text = [&](const nlohmann::json& object, const std::string& key, const std::string& fallback) {
+    if (!object.contains(key)) return fallback;
+    if (!object.at(key).is_string()) bad("\"" + key + "\" must be a string");
+    return object.at(key).get<std::string>();
+  };
   Plan p;
-  p.mode = j.value("mode", std::string("rel"));
-  p.device = j.value("device", std::string("auto"));
+  p.mode = text(j, "mode", "rel");
+  p.device = text(j, "device", "auto");
   if (!j.contains("fields") || !j["fields"].is_array()) bad("\"fields\" must be a list");
   for (const auto& f : j["fields"]) {
     if (f.is_string()) {
@@ -113,7 +120,7 @@ Plan plan_from_file(const std::string& path) {
     } else if (f.is_object() && f.contains("input") && f["input"].is_string()) {
       for (const auto& [key, value] : f.items())
         if (key != "input" && key != "dims" && key != "type") bad("unknown field key \"" + key + "\"");
-      p.fields.push_back(spec_from_name(f["input"], f.value("dims", std::string()), f.value("type", std::string())));
+      p.fields.push_back(spec_from_name(f["input"], text(f, "dims", ""), text(f, "type", "")));
     } else {
       bad("each field is a path or {\"input\", \"dims\", \"type\"}");
     }
@@ -267,6 +274,8 @@ int run_sweep(const SweepArgs& a) {
     }
     const std::optional<FieldSize> size = field_size(f.dims, parse_dtype(f.type));
     if (!size || size->overflows) fail(ErrorCode::invalid_argument, "bad dimensions '" + f.dims + "' for '" + f.input + "'");
+    // A directory opens as a stream whose end is nowhere: name it as read_file does.
+    if (std::filesystem::is_directory(f.input)) fail(ErrorCode::io, "'" + f.input + "' is a directory, not a file to read");
     std::ifstream probe(f.input, std::ios::binary | std::ios::ate);
     if (!probe) fail(ErrorCode::io, "cannot open '" + f.input + "': " + std::strerror(errno));
     if (uint64_t(probe.tellg()) != size->bytes)

@@ -842,10 +842,13 @@ Decompressed decompress_box(const FileReader& read, uint64_t file_bytes, const B
   const CheckedGraph checked = checked_graph(c);
   if (options.check_header) options.check_header(c.header);
   const Dims& dims = c.header.dims;
+  // Clipped to the field, as a numpy or h5py slice is; one that meets no point is an error
+  // (named as it was asked for).
   Box box = box_in;
   box.x1 = std::min(box.x1, dims.x), box.y1 = std::min(box.y1, dims.y), box.z1 = std::min(box.z1, dims.z);
   if (!(box.x0 < box.x1 && box.y0 < box.y1 && box.z0 < box.z1))
-    fail(ErrorCode::invalid_argument, "the box " + box.to_string() + " holds no point of the " + dims.to_string() + " field");
+    fail(ErrorCode::invalid_argument,
+         "the box " + box_in.to_string() + " holds no point of the " + dims.to_string() + " field");
   // The chunks whose slowest-axis slices meet the box, and their payload alone.
   const uint64_t lo = dims.rank == 1 ? box.x0 : dims.rank == 2 ? box.y0 : box.z0;
   const uint64_t hi = dims.rank == 1 ? box.x1 : dims.rank == 2 ? box.y1 : box.z1;
@@ -873,8 +876,10 @@ Decompressed decompress_box(const Buffer& file, const Box& box, const Decompress
 }
 
 std::string Box::to_string() const {
-  return "[" + std::to_string(x0) + ", " + std::to_string(x1) + ") x [" + std::to_string(y0) + ", " + std::to_string(y1) +
-         ") x [" + std::to_string(z0) + ", " + std::to_string(z1) + ")";
+  // An end left whole (the most a u64 holds) reads as the field's.
+  auto end = [](uint64_t v) { return v == ~uint64_t(0) ? std::string("end") : std::to_string(v); };
+  return "[" + std::to_string(x0) + ", " + end(x1) + ") x [" + std::to_string(y0) + ", " + end(y1) + ") x [" +
+         std::to_string(z0) + ", " + end(z1) + ")";
 }
 
 Decompressed decompress(const Buffer& file, const DecompressOptions& options) {

@@ -62,8 +62,12 @@ std::vector<uint8_t> code_of(const std::string& text) {
     // The longest match, the nearest on a tie (the chain runs from the nearest back).
     size_t best_length = 0, best_distance = 0;
     if (at + min_match <= all.size()) {
+      // Up to 1024 chain steps a position in a text's first 64 KiB (every config fzg ships is a
+      // few KiB), 32 past it: a chain holds every position of its 12-bit hash, so a long text
+      // of few distinct prefixes (a config with a 15 MiB name) took minutes at 1024.
+      const int max_steps = at - dictionary_bytes < (size_t(1) << 16) ? 1024 : 32;
       int steps = 0;
-      for (int64_t from = head[prefix_hash(&all[at])]; from >= 0 && steps < 1024; from = previous[size_t(from)], ++steps) {
+      for (int64_t from = head[prefix_hash(&all[at])]; from >= 0 && steps < max_steps; from = previous[size_t(from)], ++steps) {
         const size_t distance = at - size_t(from);
         if (distance > max_distance) break;
         size_t length = 0;

@@ -96,8 +96,9 @@ TEST_F(Cli, FillValuesComeBackExactlyAndStayOutOfTheRange) {
 
 TEST_F(Cli, BadFillValuesGiveOneLine) {
   write_field("a.f32", 100);
-  for (const std::string bad : {"--fill sea", "--fill none --fill 1", "--fill 1 --fill 1"}) {
-    const auto r = run("compress -i " + path("a.f32") + " -l 100 -m rel -e 1e-3 " + bad + " -o " + path("a.fzg"));
+  for (const std::string bad : {"-m rel --fill sea", "-m rel --fill none --fill 1", "-m rel --fill 1 --fill 1",
+                                "-m lossless --fill 1"}) {
+    const auto r = run("compress -i " + path("a.f32") + " -l 100 -e 1e-3 " + bad + " -o " + path("a.fzg"));
     EXPECT_EQ(r.exit_code, 1) << bad;
     EXPECT_EQ(lines(r.err), 1) << bad << ": " << r.err;
     EXPECT_FALSE(exists(path("a.fzg"))) << bad;
@@ -403,6 +404,74 @@ TEST_F(Cli, UsageErrorsAreOneLineAndExitOne) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(lines(r.err), 1) << r.err;
   EXPECT_TRUE(contains(r.err, "--bogus")) << r.err;
+}
+
+// Text a user typed, or a file stored, reaches the terminal as one line: newlines and escape
+// sequences in it are shown escaped, never acted on.
+TEST_F(Cli, MessagesAndStoredNamesStayOneLineOfText) {
+  const CommandResult typed = run(std::string("compress -i \"$(printf 'two\\nlines\\033[2J')\" -l 4 -o ") + path("a.fzg"));
+  EXPECT_EQ(typed.exit_code, 1);
+  EXPECT_EQ(lines(typed.err), 1) << typed.err;
+  EXPECT_TRUE(contains(typed.err, "two\\nlines\\x1b[2J")) << typed.err;
+  write_field("a.f32", 500);
+  std::ofstream(path("named.json")) << R"({"name": "fz\n\u001b[2Jfake line", "stages": [
+    {"id": "p", "type": "lorenzo", "inputs": {"field": "input"}},
+    {"id": "s", "type": "bitshuffle", "inputs": {"in": "p.codes"}},
+    {"id": "z", "type": "zero-block", "inputs": {"in": "s.out"}}], "store": ["z.out", "p.outliers"]})";
+  ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 500 -c " + path("named.json") + " -o " + path("a.fzg")).exit_code, 0);
+  const CommandResult info = run("info " + path("a.fzg"));
+  EXPECT_TRUE(contains(info.out, "graph      fz\\n\\x1b[2Jfake line\n")) << info.out;
+  EXPECT_FALSE(contains(info.out, "\x1b")) << info.out;
+}
+
+// Inputs with no end (a device of zeros) or of the wrong kind fail at once, by name.
+TEST_F(Cli, EndlessAndOddInputsFailAtOnce) {
+  write_field("a.f32", 500);
+  for (const std::string& bad : {"decompress -i /dev/zero -o " + path("x.raw"), std::string("info /dev/zero"),
+                                 "decompress -i - -o " + path("x.raw") + " </dev/zero"}) {
+    const CommandResult r = run(bad, "timeout 60 ");
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_TRUE(contains(r.err, "not an fzg file (bad magic)")) << bad << ": " << r.err;
+  }
+  const CommandResult endless = run("compress -i " + path("a.f32") + " -l 500 -c /dev/zero -o " + path("x.fzg"), "timeout 60 ");
+  EXPECT_EQ(endless.exit_code, 1);
+  EXPECT_TRUE(contains(endless.err, "is over 16 MiB")) << endless.err;
+  const CommandResult directory = run("compress -i " + path("a.f32") + " -l 500 -c " + dir_ + " -o " + path("x.fzg"));
+  EXPECT_TRUE(contains(directory.err, "is a directory")) << directory.err;
+  EXPECT_FALSE(exists(path("x.fzg")));
+  EXPECT_FALSE(exists(path("x.raw")));
+}
+
+// Counts, seeds and sizes are whole numbers: "-1" is not 2^64 - 1, "1T" not 1.
+TEST_F(Cli, WholeNumberOptionsRefuseSignsAndUnknownUnits) {
+  write_field("a.f32", 500);
+  for (const std::string& bad : {"gen --kind smooth -l 10 -o " + path("g.f32") + " --seed -1",
+                                 "gen --kind smooth -l 10 -o " + path("g.f32") + " --seed 18446744073709551616",
+                                 "decompress -i " + path("a.fzg") + " -o " + path("x.raw") + " --device-memory -1",
+                                 "bench -i " + path("a.f32") + " -l 500 --repeat -2",
+                                 std::string("bench --sizes 1T --device cpu"), std::string("bench --sizes 2kk --device cpu"),
+                                 std::string("bench --sizes 1M,,2M --device cpu")}) {
+    const CommandResult r = run(bad);
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_EQ(lines(r.err), 1) << bad << ": " << r.err;
+  }
+  EXPECT_FALSE(exists(path("g.f32")));
+}
+
+// A sub-box is clipped to the field, as a numpy slice is; one that meets no point, or an empty
+// --range, is an error that names the box as it was asked for.
+TEST_F(Cli, RangeOutsideTheFieldOrEmptyIsAnError) {
+  write_field("a.f32", 500);
+  ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 500 -o " + path("a.fzg")).exit_code, 0);
+  const CommandResult outside = run("decompress -i " + path("a.fzg") + " -o " + path("x.raw") + " --range 600:700");
+  EXPECT_EQ(outside.exit_code, 1);
+  EXPECT_TRUE(contains(outside.err, "the box [600, 700) x [0, end) x [0, end) holds no point")) << outside.err;
+  const CommandResult empty = run("decompress -i " + path("a.fzg") + " -o " + path("x.raw") + " --range ''");
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_TRUE(contains(empty.err, "an empty --range")) << empty.err;
+  EXPECT_FALSE(exists(path("x.raw")));
+  ASSERT_EQ(run("decompress -i " + path("a.fzg") + " -o " + path("x.raw") + " --range 490:700").exit_code, 0);
+  EXPECT_EQ(slurp(path("x.raw")).size(), 10u * 4);
 }
 
 TEST_F(Cli, MissingInputIsReportedBeforeDims) {
@@ -727,6 +796,7 @@ TEST_F(Cli, SweepRefusesBadPlansBeforeRunning) {
   write_field("plain.f32", 600);
   std::ofstream(path("not-a-sweep.csv")) << "x,y\n1,2\n";
   std::ofstream(path("plan.json")) << R"({"fields": ["a_30x20.f32"], "configs": ["default"], "bounds": [1e-3], "extra": 1})";
+  std::ofstream(path("typed.json")) << R"({"fields": ["a_30x20.f32"], "configs": ["default"], "bounds": [1e-3], "device": 5})";
   const std::string a = path("a_30x20.f32");
   for (const std::string& bad :
        {"sweep -i " + a + " -e 1e-3 -o " + path("x.csv") + " -c " + path("missing.json"),
@@ -737,7 +807,9 @@ TEST_F(Cli, SweepRefusesBadPlansBeforeRunning) {
         "sweep -i " + a + " -e 1e-3 -o " + path("not-a-sweep.csv"),
         "sweep -i " + a + " -e 1e-3",
         "sweep --plan " + path("plan.json") + " -o " + path("x.csv"),
-        "sweep --plan " + path("plan.json") + " -i " + a + " -o " + path("x.csv")}) {
+        "sweep --plan " + path("plan.json") + " -i " + a + " -o " + path("x.csv"),
+        "sweep --plan " + path("typed.json") + " -o " + path("x.csv"),
+        "sweep -i " + dir_ + " -l 7x7 -o " + path("x.csv")}) {
     const CommandResult r = run(bad);
     EXPECT_EQ(r.exit_code, 1) << bad;
     EXPECT_EQ(lines(r.err), 1) << bad << ": " << r.err;

@@ -64,6 +64,21 @@ TEST(GraphCode, AnyTextComesBackExactly) {
   }
 }
 
+// Past a text's first 64 KiB the match search takes fewer chain steps (a long config name took
+// minutes): what it codes still comes back exactly, a long name of few distinct prefixes too.
+TEST(GraphCode, LongTextsComeBackExactly) {
+  std::mt19937 rng(11);
+  std::string letters, graph;
+  for (int i = 0; i < 300000; ++i) letters.push_back(char('a' + rng() % 4));
+  for (int i = 0; i < 2000; ++i)
+    graph += "{\"id\":\"s" + std::to_string(i) + "\",\"inputs\":{\"in\":\"s" + std::to_string(i - 1) +
+             ".out\"},\"params\":{},\"type\":\"zero-block\"},";
+  for (const std::string& text : {letters, graph}) {
+    ASSERT_GT(text.size(), size_t(1) << 16);
+    EXPECT_EQ(round_trip(text), text);
+  }
+}
+
 TEST(GraphCode, DamagedCodesAreCorruptData) {
   const std::vector<uint8_t> code = encode_graph_text(Graph::default_fz().canonical_text());
   // Literals past the end, a match without its distance, a distance of 0, one before the

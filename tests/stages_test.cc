@@ -6,6 +6,7 @@
 #include "core/registry.hh"
 #include "lossless/zeroblock/zeroblock.hh"
 #include "predictors/lorenzo/lorenzo.hh"
+#include "predictors/lorenzo/quantization.hh"
 #include "predictors/lorenzo/quantizer.hh"
 #include "test_util.hh"
 
@@ -23,6 +24,27 @@ TEST(Quantizer, SignMagnitudeCodesRoundTripAndEscapeBeyond15Bits) {
   EXPECT_FALSE(lorenzo::encode_delta(32768, &code));
   EXPECT_EQ(code, 0);
   EXPECT_FALSE(lorenzo::encode_delta(-32768, &code));
+}
+
+// A stored quantization as writers make it: a finite step above 0, a finite range in order;
+// the bound may be inf (a range past DBL_MAX at a large rel bound). Anything else is damage.
+TEST(Quantizer, StoredQuantizationIsCheckedAsWritersMakeIt) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NO_THROW(lorenzo::read_quantization(lorenzo::write_quantization({0.5, 1.0, -3.0, 4.0})));
+  EXPECT_NO_THROW(lorenzo::read_quantization(lorenzo::write_quantization({inf, 1e308, -1e308, 1e308})));
+  EXPECT_NO_THROW(lorenzo::read_quantization(lorenzo::write_quantization(
+      lorenzo::resolve_quantization({ErrorMode::rel, 0.9}, DType::f64, -1e308, 1e308))));
+  for (const Quantization& bad : {Quantization{0.5, inf, -3.0, 4.0}, Quantization{0.5, nan, -3.0, 4.0},
+                                  Quantization{0.5, 0.0, -3.0, 4.0}, Quantization{-1.0, 1.0, -3.0, 4.0},
+                                  Quantization{0.5, 1.0, -inf, 4.0}, Quantization{0.5, 1.0, -3.0, nan},
+                                  Quantization{0.5, 1.0, 4.0, -3.0}}) {
+    try {
+      lorenzo::read_quantization(lorenzo::write_quantization(bad));
+      ADD_FAILURE() << "accepted step " << bad.step << ", range [" << bad.min << ", " << bad.max << "]";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::corrupt_data) << e.what();
+    }
+  }
 }
 
 TEST(Quantizer, NanInfAndHugeValuesAreExact) {

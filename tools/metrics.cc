@@ -133,7 +133,7 @@ double ssim_typed(const T* a, const T* b, const Dims& d, uint32_t window, uint32
       if (!std::isnan(w)) s.ssim += w, ++s.windows;
     }
   });
-  return total.windows ? total.ssim / double(total.windows) : 1.0;
+  return total.windows ? total.ssim / double(total.windows) : std::numeric_limits<double>::quiet_NaN();
 }
 
 // Integer fields must come back exact: one violation when a point kept differs.
@@ -158,7 +158,7 @@ Metrics compare_bytes(const uint8_t* a, const uint8_t* b, uint64_t count, size_t
 
 double ssim(const void* original, const void* reconstructed, DType type, const Dims& dims, uint32_t window,
             uint32_t shift, const uint8_t* missing) {
-  if (dims.count() == 0 || window == 0 || shift == 0) return 1.0;
+  if (dims.count() == 0 || window == 0 || shift == 0) return std::numeric_limits<double>::quiet_NaN();
   if (type == DType::f32)
     return ssim_typed(static_cast<const float*>(original), static_cast<const float*>(reconstructed), dims, window,
                       shift, missing);

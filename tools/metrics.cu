@@ -198,7 +198,7 @@ double ssim_typed(const T* original, const T* reconstructed, const uint8_t* miss
   FZG_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), temp_bytes, totals.as<WindowTotal>(), total.as<WindowTotal>(),
                                            tiles, AddTotals{}, none, stream));
   const WindowTotal sum = read_back(total.as<WindowTotal>(), stream);
-  return sum.windows ? sum.ssim / double(sum.windows) : 1.0;
+  return sum.windows ? sum.ssim / double(sum.windows) : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace

@@ -33,8 +33,9 @@ Metrics compare_fields(const void* original, const void* reconstructed, DType ty
 // windows of `window` points per axis (fewer on a shorter axis), moved by `shift` along each
 // axis, of luminance x contrast x structure, with c1 = (0.01 R)^2, c2 = (0.03 R)^2 and
 // c3 = c2 / 2 from the window's own original range R (c's at least 1e-300, so a constant
-// window that is kept is 1). Windows holding a non-finite or missing value are left out; 1
-// when no window is kept. f32 and f64 only (1 otherwise). Host fields; `missing` as above.
+// window that is kept is 1). Windows holding a non-finite or missing value are left out; NaN
+// when no window is kept (nothing was measured: a field whose every window holds a missing
+// point is not a perfect one). f32 and f64 only (1 otherwise). Host fields; `missing` as above.
 double ssim(const void* original, const void* reconstructed, DType type, const Dims& dims, uint32_t window = 7,
             uint32_t shift = 2, const uint8_t* missing = nullptr);
 

@@ -31,7 +31,11 @@ Quantization read_quantization(const std::vector<uint8_t>& header) {
   double values[4];
   std::memcpy(values, header.data(), sizeof(values));
   Quantization q{values[0], values[1], values[2], values[3]};
-  require_data(q.step > 0 && q.error_bound >= 0 && !(q.min > q.max), "lorenzo quantization");
+  // Writers give a finite step (the largest is clamped) and a finite range ([0, 0] where
+  // nothing is finite); the bound may be inf (a range past DBL_MAX at a large rel bound).
+  require_data(std::isfinite(q.step) && q.step > 0 && q.error_bound >= 0 && std::isfinite(q.min) &&
+                   std::isfinite(q.max) && q.min <= q.max,
+               "lorenzo quantization");
   return q;
 }
 
