@@ -604,8 +604,11 @@ int run_decompress(const DecompressArgs& a) {
 }
 
 int run_info(const std::string& path, bool json) {
-  const Buffer file = read_fzg_file(path);
-  const Container c = inspect(file);
+  // A file on disk: its metadata alone is read (a file of any size, in an instant); a stream
+  // is read whole.
+  struct stat st {};
+  const bool on_disk = path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  const Container c = on_disk ? inspect(disk_reader(path), uint64_t(st.st_size)) : inspect(read_fzg_file(path));
   const nlohmann::json graph = nlohmann::json::parse(c.graph_json);
   const nlohmann::json headers = describe_stage_headers(c);
   const size_t stage_count = c.stage_headers.size(), stream_count = graph["store"].size();

@@ -829,16 +829,32 @@ Buffer crop(const Buffer& region, const Dims& dims, uint64_t value_bytes, uint64
 
 }  // namespace
 
-Decompressed decompress_box(const FileReader& read, uint64_t file_bytes, const Box& box_in,
-                            const DecompressOptions& options) {
-  check_device(options.device);
+namespace {
+
+// A file's metadata read through `read`: its fixed header, then as much as that says the
+// metadata can take.
+Container read_container(const FileReader& read, uint64_t file_bytes) {
   require_data(file_bytes >= 8, "file shorter than its header");
   std::vector<uint8_t> head(std::min<uint64_t>(file_bytes, fixed_header_bytes_v1));
   read(0, head.size(), head.data());
   const uint64_t metadata_bytes = std::min<uint64_t>(metadata_size_bound(head.data(), head.size()), file_bytes);
   std::vector<uint8_t> metadata(metadata_bytes);
   read(0, metadata.size(), metadata.data());
-  Container c = read_metadata(metadata.data(), metadata.size(), file_bytes);
+  return read_metadata(metadata.data(), metadata.size(), file_bytes);
+}
+
+}  // namespace
+
+Container inspect(const FileReader& read, uint64_t file_bytes) {
+  Container c = read_container(read, file_bytes);
+  checked_graph(c, true);
+  return c;
+}
+
+Decompressed decompress_box(const FileReader& read, uint64_t file_bytes, const Box& box_in,
+                            const DecompressOptions& options) {
+  check_device(options.device);
+  Container c = read_container(read, file_bytes);
   const CheckedGraph checked = checked_graph(c);
   if (options.check_header) options.check_header(c.header);
   const Dims& dims = c.header.dims;

@@ -84,6 +84,8 @@ struct Box {
 };
 // Reads bytes [offset, offset + size) of a file into `into` (a file on disk, an object store).
 using FileReader = std::function<void(uint64_t offset, uint64_t size, void* into)>;
+// inspect() of a file read through `read`: its metadata alone (`fzg info` of a file of any size).
+Container inspect(const FileReader& read, uint64_t file_bytes);
 // The values of `box` (x fastest, box extents) from a file read through `read`: the metadata,
 // then the payload of only the chunks whose slices of the slowest axis meet the box (their
 // streams alone are checksummed). The header is the file's.
