@@ -308,9 +308,10 @@ int run_bench(const BenchArgs& a) {
     return 0;
   }
   std::printf("fzg bench: config %s, %s %g, device %s, median of %d after %d warm-up (decimal GB/s of input)\n",
-              graph.name().c_str(), a.codec.mode.c_str(), bound.value, on_gpu ? "cuda" : "cpu", a.repeat, a.warmup);
+              printable(graph.name()).c_str(), a.codec.mode.c_str(), bound.value, on_gpu ? "cuda" : "cpu", a.repeat,
+              a.warmup);
   for (const auto& r : rows) {
-    std::printf("\n%s %s (%llu values, %.1f MB)\n", r.field.c_str(), r.dims.c_str(), (unsigned long long)r.values,
+    std::printf("\n%s %s (%llu values, %.1f MB)\n", printable(r.field).c_str(), r.dims.c_str(), (unsigned long long)r.values,
                 double(r.bytes) / 1e6);
     std::printf("  ratio %.3f | copy %.0f GB/s (read+write)\n", double(r.bytes) / double(r.file_bytes), r.copy_gbps);
     std::printf("  kernel-only  compress %8.2f GB/s (%.1f%% of copy)  decompress %8.2f GB/s (%.1f%% of copy)\n", r.kc_gbps,

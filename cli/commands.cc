@@ -180,13 +180,6 @@ void check_allocatable(const FieldSize& size, const std::string& what) {
 
 namespace {
 
-// Whether the first bytes read of an input (all of them, where it is shorter) can begin an fzg
-// file; the container's reader then checks the rest.
-void check_fzg_start(const uint8_t* data, uint64_t size) {
-  if (std::memcmp(data, container_magic, std::min<uint64_t>(size, sizeof container_magic)) != 0)
-    fail(ErrorCode::corrupt_data, "not an fzg file (bad magic)");
-}
-
 Buffer read_input(const std::string& path, std::optional<uint64_t> expected_size, const std::string& expected_what,
                   bool fzg_file) {
   const std::string name = name_of(path);
@@ -211,17 +204,17 @@ Buffer read_input(const std::string& path, std::optional<uint64_t> expected_size
     const off_t at = ::lseek(fd.get(), 0, SEEK_CUR);
     const uint64_t size = uint64_t(st.st_size) - uint64_t(at > 0 && at <= st.st_size ? at : 0);
     if (expected_size && size != *expected_size) fail_size(name, std::to_string(size), *expected_size, expected_what);
+    if (fzg_file) {  // before the size is weighed: a large foreign file is foreign first
+      uint8_t head[sizeof container_magic];
+      const ssize_t n = ::pread(fd.get(), head, std::min<uint64_t>(size, sizeof head), at > 0 ? at : 0);
+      if (n >= 0) check_magic(head, uint64_t(n), false);  // the reader checks the rest
+    }
     FieldSize need;
     need.bytes = size;
     check_allocatable(need, "reading " + name);
     Buffer b = allocate(size, "reading " + name);
     Progress progress("reading " + name, ProgressUnit::bytes, double(size));
-    uint64_t got = 0;
-    if (fzg_file) {
-      got = read_some(fd.get(), b.data(), std::min<uint64_t>(size, sizeof container_magic), name, progress, done);
-      check_fzg_start(b.data(), got);
-    }
-    got += read_some(fd.get(), b.data() + got, size - got, name, progress, done);
+    const uint64_t got = read_some(fd.get(), b.data(), size, name, progress, done);
     if (got != size)
       fail(ErrorCode::io, name + " ended after " + std::to_string(got) + " of its " + std::to_string(size) +
                               " bytes (did it change while being read?)");
@@ -245,11 +238,11 @@ Buffer read_input(const std::string& path, std::optional<uint64_t> expected_size
   for (;;) {
     Buffer chunk = allocate(io_chunk, "reading " + name);
     const uint64_t got = read_some(fd.get(), chunk.data(), io_chunk, name, progress, done);
-    if (fzg_file && chunks.empty()) check_fzg_start(chunk.data(), got);
+    if (fzg_file && chunks.empty()) check_magic(chunk.data(), got, false);
     total += got;
     // Held twice at the end (the pieces, then the whole): a stream with no end (/dev/zero)
     // stops here rather than when the machine runs out.
-    if (limit.bytes && total > limit.bytes / 2)
+    if (got == io_chunk && limit.bytes && total > limit.bytes / 2)
       fail(ErrorCode::invalid_argument, "reading " + name + ": more than half of " + limit.what + " (" +
                                             format_bytes(double(limit.bytes)) + ") and not at its end");
     if (got) {
@@ -418,6 +411,9 @@ std::string printable(const std::string& text, size_t limit) {
 
 std::vector<double> fill_values_for(const CodecArgs& a, const std::vector<double>& file_fill_values) {
   if (a.fill.empty()) return file_fill_values;
+  // An input's own fill values are dropped quietly in lossless mode; ones the user typed are not.
+  if (parse_error_mode(a.mode) == ErrorMode::lossless && a.fill != std::vector<std::string>{"none"})
+    fail(ErrorCode::invalid_argument, "--fill has no effect with -m lossless: every value comes back exactly");
   std::vector<double> values;
   for (const std::string& text : a.fill) {
     if (text == "none") {
@@ -434,11 +430,7 @@ Graph with_fills(const Graph& graph, const std::vector<double>& fill_values, Err
 }
 
 Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values) {
-  const ErrorMode mode = parse_error_mode(a.mode);
-  // An input's own fill values are dropped quietly in lossless mode; ones the user typed are not.
-  if (mode == ErrorMode::lossless && !a.fill.empty() && a.fill != std::vector<std::string>{"none"})
-    fail(ErrorCode::invalid_argument, "--fill has no effect with -m lossless: every value comes back exactly");
-  return with_fills(load_graph(a.config), fill_values, mode);
+  return with_fills(load_graph(a.config), fill_values, parse_error_mode(a.mode));
 }
 
 FieldRef load_field(const FieldArgs& a, Buffer& bytes, std::vector<double>* file_fill_values) {
@@ -459,7 +451,7 @@ FieldRef load_field(const FieldArgs& a, Buffer& bytes, std::vector<double>* file
     if (a.type != "f32" && parse_dtype(a.type) != f.dtype)
       fail(ErrorCode::invalid_argument, "'" + a.input + "' holds " + to_string(f.dtype) + " values, not " + a.type);
     for (const std::string& fill : in.fill_values)
-      std::cerr << "fzg: note: '" << a.input << "' marks missing points with " << fill
+      std::cerr << "fzg: note: '" << printable(a.input) << "' marks missing points with " << printable(fill)
                 << " (kept bit for bit, left out of the range and the bound; --fill none treats them as data)\n";
     if (file_fill_values) *file_fill_values = in.missing_values;
     bytes = std::move(in.bytes);
@@ -556,6 +548,14 @@ Box parse_box(const std::string& text) {
   return box;
 }
 
+// The size of a regular file at `path` ("-" is none), which disk_reader reads a range at a
+// time; none for a pipe, a device or stdin (read_fzg_file reads those whole).
+std::optional<uint64_t> file_on_disk(const std::string& path) {
+  struct stat st {};
+  if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return uint64_t(st.st_size);
+}
+
 // A file on disk read a range at a time: a sub-box decode reads the metadata and the chunks it needs.
 FileReader disk_reader(const std::string& path) {
   auto file = std::shared_ptr<std::FILE>(std::fopen(path.c_str(), "rb"), [](std::FILE* f) {
@@ -571,13 +571,10 @@ FileReader disk_reader(const std::string& path) {
 int run_decompress_box(const DecompressArgs& a, const DecompressOptions& options) {
   const Box box = parse_box(a.range);
   Decompressed out;
-  if (a.input == "-") {
+  if (const std::optional<uint64_t> size = file_on_disk(a.input))
+    out = decompress_box(disk_reader(a.input), *size, box, options);
+  else
     out = decompress_box(read_fzg_file(a.input), box, options);
-  } else {
-    struct stat st {};
-    if (stat(a.input.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) fail(ErrorCode::io, "'" + a.input + "' is not a readable file");
-    out = decompress_box(disk_reader(a.input), uint64_t(st.st_size), box, options);
-  }
   write_file(a.output, out.data.data(), out.data.size());
   return 0;
 }
@@ -606,9 +603,8 @@ int run_decompress(const DecompressArgs& a) {
 int run_info(const std::string& path, bool json) {
   // A file on disk: its metadata alone is read (a file of any size, in an instant); a stream
   // is read whole.
-  struct stat st {};
-  const bool on_disk = path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  const Container c = on_disk ? inspect(disk_reader(path), uint64_t(st.st_size)) : inspect(read_fzg_file(path));
+  const std::optional<uint64_t> size = file_on_disk(path);
+  const Container c = size ? inspect(disk_reader(path), *size) : inspect(read_fzg_file(path));
   const nlohmann::json graph = nlohmann::json::parse(c.graph_json);
   const nlohmann::json headers = describe_stage_headers(c);
   const size_t stage_count = c.stage_headers.size(), stream_count = graph["store"].size();
@@ -905,8 +901,9 @@ int run_eval(const EvalArgs& a) {
     char bound_text[96] = "lossless";
     if (!lossless)
       std::snprintf(bound_text, sizeof bound_text, "%s %g (absolute %.4g)", a.codec.mode.c_str(), bound.value, absolute);
-    std::printf("fzg eval: %s, %s %s, %s, config %s, device %s\n", source.c_str(), to_string(field.dtype).c_str(),
-                field.dims.to_string().c_str(), bound_text, graph.name().c_str(), device == Device::cuda ? "cuda" : "cpu");
+    std::printf("fzg eval: %s, %s %s, %s, config %s, device %s\n", printable(source).c_str(),
+                to_string(field.dtype).c_str(), field.dims.to_string().c_str(), bound_text,
+                printable(graph.name()).c_str(), device == Device::cuda ? "cuda" : "cpu");
     std::printf("  ratio          %.3f  (%.3f bits/value, %llu -> %llu bytes)\n", r["ratio"].get<double>(),
                 r["bits_per_value"].get<double>(), (unsigned long long)field.size_bytes(),
                 (unsigned long long)r["compressed_bytes"].get<uint64_t>());

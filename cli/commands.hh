@@ -109,7 +109,7 @@ Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values);
 // (a directory, socket or block device is refused, naming what it is). With `expected_size`,
 // a file of another size is refused before it is read, a pipe is read no further than one
 // byte past it, and a character device (/dev/urandom) gives that many bytes. Shows progress
-// on a terminal. A stream of no expected size is read while it fits in memory (memory_limit).
+// on a terminal. A stream of no expected size is read up to half the memory limit (memory_limit).
 Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size = std::nullopt,
                  const std::string& expected_what = "");
 // An fzg file: read_file, with its first bytes checked for the container's magic before the

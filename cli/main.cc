@@ -24,6 +24,15 @@ const CLI::Validator whole_number(
       return std::string();
     },
     "UINT");
+// MB of device memory: a whole number whose bytes (MB << 20) fit 64 bits.
+const CLI::Validator megabytes(
+    [](std::string& text) -> std::string {
+      std::string digits = text;
+      if (std::string why = whole_number(digits); !why.empty()) return why;
+      if (std::stoull(text) >= (uint64_t(1) << 44)) return "at most 2^44 - 1 MB, got " + text;
+      return std::string();
+    },
+    "MB");
 
 // Where the field comes from: -i (when `with_input`), and --gen with its --seed (when
 // `with_gen`); gen itself names the kind with --kind.
@@ -50,7 +59,7 @@ void add_codec_options(CLI::App* cmd, fzg::cli::CodecArgs& c) {
   cmd->add_option("--device", c.device, "auto, cpu or cuda")->capture_default_str();
   cmd->add_option("--device-memory", c.device_memory_mb,
                   "MB of GPU memory the call may hold (0: what is free); a larger host field goes through in chunks")
-      ->check(whole_number)
+      ->check(megabytes)
       ->capture_default_str();
   cmd->add_option("--fill", c.fill,
                   "a value that marks missing points (repeatable; nan, -nan, inf and -inf accepted): they stay out of "
@@ -112,7 +121,7 @@ int main(int argc, char** argv) {
   decompress->add_option("--device", decompress_args.device, "auto, cpu or cuda")->capture_default_str();
   decompress->add_option("--device-memory", decompress_args.device_memory_mb,
                          "MB of GPU memory the call may hold (0: what is free)")
-      ->check(whole_number)
+      ->check(megabytes)
       ->capture_default_str();
   decompress->add_option("--range", decompress_args.range,
                          "only the sub-box x0:x1[,y0:y1[,z0:z1]] (fastest first, half-open, clipped to the field as a "

@@ -275,13 +275,19 @@ int run_sweep(const SweepArgs& a) {
     const std::optional<FieldSize> size = field_size(f.dims, parse_dtype(f.type));
     if (!size || size->overflows) fail(ErrorCode::invalid_argument, "bad dimensions '" + f.dims + "' for '" + f.input + "'");
     // A directory opens as a stream whose end is nowhere: name it as read_file does.
-    if (std::filesystem::is_directory(f.input)) fail(ErrorCode::io, "'" + f.input + "' is a directory, not a file to read");
+    std::error_code unknown;  // where the path cannot be looked at, opening it says why
+    if (std::filesystem::is_directory(f.input, unknown))
+      fail(ErrorCode::io, "'" + f.input + "' is a directory, not a file to read");
     std::ifstream probe(f.input, std::ios::binary | std::ios::ate);
     if (!probe) fail(ErrorCode::io, "cannot open '" + f.input + "': " + std::strerror(errno));
     if (uint64_t(probe.tellg()) != size->bytes)
       fail(ErrorCode::invalid_argument, "'" + f.input + "' holds " + std::to_string(uint64_t(probe.tellg())) +
                                             " bytes, not the " + std::to_string(size->bytes) + " of " + f.type + " " + f.dims);
   }
+  CodecArgs fill_args;
+  fill_args.fill = a.fill;
+  fill_args.mode = plan.mode;
+  fill_values_for(fill_args, {});  // a bad --fill, or one with lossless, before the first run
   check_output(a.output, "");
 
   std::vector<nlohmann::json> rows = read_rows(a.output);
@@ -294,8 +300,6 @@ int run_sweep(const SweepArgs& a) {
   progress.set_noun("runs");
   double finished = 0;
   uint64_t misses = 0, skipped = 0;
-  CodecArgs fill_args;
-  fill_args.fill = a.fill;
   for (const FieldSpec& f : plan.fields) {
     Buffer storage;
     std::optional<FieldRef> field;  // read when its first run is not done yet
@@ -328,7 +332,8 @@ int run_sweep(const SweepArgs& a) {
         progress.set(++finished);
         if (!terminal)
           std::fprintf(stderr, "sweep %.0f/%.0f: %s, %s, %s %s: ratio %.3f, PSNR %.2f dB, bound %s\n", finished, total,
-                       f.input.c_str(), graph.name().c_str(), plan.mode.c_str(), csv_cell(bound.value).c_str(),
+                       printable(f.input).c_str(), printable(graph.name()).c_str(), plan.mode.c_str(),
+                       csv_cell(bound.value).c_str(),
                        r["ratio"].get<double>(), r["psnr_db"].get<double>(), row["bound_held"].get<std::string>().c_str());
       }
   }

@@ -249,10 +249,14 @@ std::vector<uint8_t> write_metadata(Container& c) {
   return w.bytes;
 }
 
+void check_magic(const uint8_t* head, uint64_t available_bytes, bool whole) {
+  if ((whole && available_bytes < 4) || std::memcmp(head, container_magic, std::min<uint64_t>(available_bytes, 4)) != 0)
+    fail(ErrorCode::corrupt_data, "not an fzg file (bad magic)");
+}
+
 namespace {
 uint16_t read_version(const uint8_t* head, uint64_t available_bytes) {
-  if (available_bytes < 4 || std::memcmp(head, container_magic, 4) != 0)
-    fail(ErrorCode::corrupt_data, "not an fzg file (bad magic)");
+  check_magic(head, available_bytes, true);
   Reader r(head, available_bytes);
   r.seek(4);
   const uint16_t version = r.get<uint16_t>("header");

@@ -17,6 +17,10 @@ constexpr uint8_t container_magic[4] = {0x89, 'F', 'Z', 'G'};
 constexpr uint16_t container_version = 4;       // 4: a mask may repeat a tile's runs (FORMAT.md)
 constexpr uint32_t fixed_header_bytes = 96;     // versions 2 to 4
 constexpr uint32_t fixed_header_bytes_v1 = 112;
+// Fails (corrupt_data, "not an fzg file") unless `head` starts with the magic; with `whole`
+// false, a head shorter than the magic need only agree with its start (the rest may follow).
+void check_magic(const uint8_t* head, uint64_t available_bytes, bool whole);
+
 // The most stages and stored streams a file holds (FORMAT.md): readers reject more, so graphs
 // (Graph::from_json) and the writer refuse them too.
 constexpr uint32_t max_stage_count = 4095;

@@ -9,6 +9,7 @@
 
 #include "core/container.hh"
 #include "core/error.hh"
+#include "core/graph_code.hh"
 #include "core/registry.hh"
 
 namespace fzg {
@@ -59,15 +60,16 @@ Graph Graph::from_text(const std::string& text) {
 Graph Graph::from_file(const std::string& path) {
   // A directory opens and reads as empty; a stream may have no end (/dev/zero): a config is
   // read up to the graph text's limit, and one past it is refused.
-  if (std::filesystem::is_directory(path)) fail(ErrorCode::io, "config '" + path + "' is a directory");
+  std::error_code unknown;  // where the path cannot be looked at, opening it says why
+  if (std::filesystem::is_directory(path, unknown)) fail(ErrorCode::io, "config '" + path + "' is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(ErrorCode::io, "cannot open config '" + path + "'");
   std::string text;
   char piece[1 << 16];
   while (in.read(piece, sizeof piece) || in.gcount() > 0) {
     text.append(piece, size_t(in.gcount()));
-    if (text.size() > max_config_bytes)
-      config_error("config '" + path + "' is over " + std::to_string(max_config_bytes >> 20) + " MiB");
+    if (text.size() > max_graph_text_bytes)
+      config_error("config '" + path + "' is over " + std::to_string(max_graph_text_bytes >> 20) + " MiB");
   }
   if (in.bad()) fail(ErrorCode::io, "cannot read config '" + path + "'");
   return from_text(text);

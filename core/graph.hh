@@ -46,8 +46,6 @@ struct GraphNode {
 // (`fzg bench --chunk`, kernel-only, median of 20). Fields up to 64 M values are one chunk.
 constexpr uint64_t default_chunk_values = uint64_t(1) << 26;
 constexpr uint64_t max_chunk_values = uint64_t(1) << 40;
-// A config file's size at most: its graph's text, which files store, has the same limit.
-constexpr uint64_t max_config_bytes = uint64_t(16) << 20;
 
 class Graph {
  public:

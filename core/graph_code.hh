@@ -12,6 +12,9 @@
 
 namespace fzg {
 
+// The longest graph text a file holds (and so the largest config file a graph is read from).
+constexpr size_t max_graph_text_bytes = size_t(16) << 20;
+
 // The code of `text` (deterministic: every build writes the same bytes).
 std::vector<uint8_t> encode_graph_text(const std::string& text);
 

@@ -142,8 +142,7 @@ if [ "$phase" != bench ]; then
     local tool=$1 limit=$2 filter=$3 rc=0
     timeout -k 10 "$limit" compute-sanitizer --tool "$tool" --error-exitcode 9 "$tests_bin" --gtest_filter="$filter" \
       >"$out/$tool.log" 2>&1 || rc=$?
-    if [ $rc -eq 124 ]; then
-      pkill -KILL -x "$(basename "$tests_bin")" || true  # the tool's child, if it outlived the tool
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then  # timeout's TERM, or its KILL 10 s later
       echo "[${SECONDS}s] $tool: stopped after $limit s, in $(grep -E '^\[ RUN +\]' "$out/$tool.log" | tail -1 | sed 's/^\[ RUN *\] //')"
     fi
     sanitizer_rc=$((sanitizer_rc + rc))

@@ -103,6 +103,13 @@ TEST_F(Cli, BadFillValuesGiveOneLine) {
     EXPECT_EQ(lines(r.err), 1) << bad << ": " << r.err;
     EXPECT_FALSE(exists(path("a.fzg"))) << bad;
   }
+  // Typed fill values with lossless mode, in every command that takes them.
+  for (const std::string& command : {std::string("eval"), std::string("bench --device cpu"), "sweep -o " + path("s.csv")}) {
+    const auto r = run(command + " -i " + path("a.f32") + " -l 100 -m lossless --fill 1");
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_TRUE(contains(r.err, "--fill has no effect with -m lossless")) << command << ": " << r.err;
+  }
+  EXPECT_FALSE(exists(path("s.csv")));
 }
 
 TEST_F(Cli, ZyxDimsAreSlowestFirst) {
@@ -445,17 +452,24 @@ TEST_F(Cli, EndlessAndOddInputsFailAtOnce) {
 // Counts, seeds and sizes are whole numbers: "-1" is not 2^64 - 1, "1T" not 1.
 TEST_F(Cli, WholeNumberOptionsRefuseSignsAndUnknownUnits) {
   write_field("a.f32", 500);
-  for (const std::string& bad : {"gen --kind smooth -l 10 -o " + path("g.f32") + " --seed -1",
-                                 "gen --kind smooth -l 10 -o " + path("g.f32") + " --seed 18446744073709551616",
-                                 "decompress -i " + path("a.fzg") + " -o " + path("x.raw") + " --device-memory -1",
-                                 "bench -i " + path("a.f32") + " -l 500 --repeat -2",
-                                 std::string("bench --sizes 1T --device cpu"), std::string("bench --sizes 2kk --device cpu"),
-                                 std::string("bench --sizes 1M,,2M --device cpu")}) {
+  ASSERT_EQ(run("compress -i " + path("a.f32") + " -l 500 -o " + path("a.fzg")).exit_code, 0);
+  const std::string field = " -i " + path("a.f32") + " -l 500";
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"gen --kind smooth -l 10 -o " + path("g.f32") + " --seed -1", "expected a whole number"},
+           {"gen --kind smooth -l 10 -o " + path("g.f32") + " --seed 18446744073709551616", "expected a whole number"},
+           {"decompress -i " + path("a.fzg") + " -o " + path("x.raw") + " --device-memory -1", "expected a whole number"},
+           {"decompress -i " + path("a.fzg") + " -o " + path("x.raw") + " --device-memory 17592186044416", "2^44"},
+           {"eval" + field + " --repeat -2", "expected a whole number"},
+           {"bench --sizes 1T --device cpu", "bad size '1T'"},
+           {"bench --sizes 2kk --device cpu", "bad size '2kk'"},
+           {"bench --sizes 1M,,2M --device cpu", "bad size ''"}}) {
     const CommandResult r = run(bad);
     EXPECT_EQ(r.exit_code, 1) << bad;
     EXPECT_EQ(lines(r.err), 1) << bad << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, says)) << bad << ": " << r.err;
   }
   EXPECT_FALSE(exists(path("g.f32")));
+  EXPECT_FALSE(exists(path("x.raw")));
 }
 
 // A sub-box is clipped to the field, as a numpy slice is; one that meets no point, or an empty

@@ -114,14 +114,18 @@ TEST(Container, DamageBehindAValidChecksumIsStillCaught) {
 }
 
 // The writer refuses what its readers would: more stages than a file holds.
-TEST(Container, WriterRefusesMoreStagesThanAFileHolds) {
-  Container c = inspect(sample_file());
-  c.stage_headers.resize(max_stage_count + 1);
-  try {
-    write_metadata(c);
-    ADD_FAILURE() << "written";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+TEST(Container, WriterRefusesMoreStagesOrStreamsThanAFileHolds) {
+  const Container sample = inspect(sample_file());
+  for (const bool streams : {false, true}) {
+    Container c = sample;
+    if (streams) c.chunks[0].streams.resize(max_stream_count + 1);
+    else c.stage_headers.resize(max_stage_count + 1);
+    try {
+      write_metadata(c);
+      ADD_FAILURE() << "written, " << (streams ? "streams" : "stages");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+    }
   }
 }
 

@@ -205,7 +205,9 @@ double ssim_typed(const T* original, const T* reconstructed, const uint8_t* miss
 
 double ssim_cuda(const void* original, const void* reconstructed, DType type, const Dims& dims, uint32_t window,
                  uint32_t shift, const uint8_t* missing, cudaStream_t stream) {
-  if (dims.count() == 0 || window == 0 || shift == 0 || !is_float(type)) return 1.0;  // as the CPU's
+  // As the CPU's: nothing to measure is NaN; an integer field is 1.
+  if (dims.count() == 0 || window == 0 || shift == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (!is_float(type)) return 1.0;
   WindowGrid g{dims.x, dims.y, dims.z, uint32_t(std::min<uint64_t>(window, dims.x)),
                uint32_t(std::min<uint64_t>(window, dims.y)), uint32_t(std::min<uint64_t>(window, dims.z)), shift, 0, 0, 0};
   g.nx = (g.dx - g.wx) / shift + 1, g.ny = (g.dy - g.wy) / shift + 1, g.nz = (g.dz - g.wz) / shift + 1;
