@@ -396,12 +396,18 @@ std::string printable(const std::string& text, size_t limit) {
   for (size_t i = 0; i < text.size(); ++i) {
     if (out.size() >= limit) return out + "... (" + std::to_string(text.size() - i) + " bytes more)";
     const unsigned char c = static_cast<unsigned char>(text[i]);
+    const unsigned char next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
     if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
     else if (c < 0x20 || c == 0x7f) {
       char escaped[8];
       std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
       out += escaped;
+    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {  // a C1 control in UTF-8 (CSI is C2 9B)
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", next);
+      out += escaped;
+      ++i;
     } else {
       out += char(c);
     }

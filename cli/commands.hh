@@ -156,7 +156,8 @@ void check_allocatable(const FieldSize& size, const std::string& what);
 // Every JSON the CLI prints: numbers as numbers, except non-finite ones, which nlohmann would
 // print as null: "inf", "-inf" and "nan" strings instead.
 std::string dump_json(const nlohmann::json& j);
-// Text from a user or a file as one terminal line: control characters escaped (\n, \x1b, ...),
+// Text from a user or a file as one terminal line: control characters escaped (\n, \x1b, and
+// C1 controls in UTF-8 as \u009b),
 // so that a message or a stored name can neither break the line nor drive the terminal, and
 // cut after `limit` bytes.
 std::string printable(const std::string& text, size_t limit = 4096);

@@ -416,10 +416,11 @@ TEST_F(Cli, UsageErrorsAreOneLineAndExitOne) {
 // Text a user typed, or a file stored, reaches the terminal as one line: newlines and escape
 // sequences in it are shown escaped, never acted on.
 TEST_F(Cli, MessagesAndStoredNamesStayOneLineOfText) {
-  const CommandResult typed = run(std::string("compress -i \"$(printf 'two\\nlines\\033[2J')\" -l 4 -o ") + path("a.fzg"));
+  const CommandResult typed =
+      run(std::string("compress -i \"$(printf 'two\\nlines\\033[2J\\302\\2332J')\" -l 4 -o ") + path("a.fzg"));
   EXPECT_EQ(typed.exit_code, 1);
   EXPECT_EQ(lines(typed.err), 1) << typed.err;
-  EXPECT_TRUE(contains(typed.err, "two\\nlines\\x1b[2J")) << typed.err;
+  EXPECT_TRUE(contains(typed.err, "two\\nlines\\x1b[2J\\u009b2J")) << typed.err;
   write_field("a.f32", 500);
   std::ofstream(path("named.json")) << R"({"name": "fz\n\u001b[2Jfake line", "stages": [
     {"id": "p", "type": "lorenzo", "inputs": {"field": "input"}},
