@@ -178,6 +178,15 @@ void check_allocatable(const FieldSize& size, const std::string& what) {
   fail(ErrorCode::invalid_argument, message);
 }
 
+void check_readable(const std::string& path) {
+  // Look before opening: opening a directory succeeds and reads as a huge file; a socket
+  // cannot be opened; a FIFO waits for its writer (which is right).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail_open(path, errno, "read");
+  if (!readable_kind(st.st_mode))
+    fail(ErrorCode::io, name_of(path) + " is " + kind_of(st.st_mode) + ", not a file to read");
+}
+
 namespace {
 
 Buffer read_input(const std::string& path, std::optional<uint64_t> expected_size, const std::string& expected_what,
@@ -185,11 +194,7 @@ Buffer read_input(const std::string& path, std::optional<uint64_t> expected_size
   const std::string name = name_of(path);
   int raw_fd = STDIN_FILENO;
   if (path != "-") {
-    // Look before opening: opening a directory succeeds and reads as a huge file; a socket
-    // cannot be opened; a FIFO waits for its writer (which is right).
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) fail_open(path, errno, "read");
-    if (!readable_kind(st.st_mode)) fail(ErrorCode::io, name + " is " + kind_of(st.st_mode) + ", not a file to read");
+    check_readable(path);
     raw_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (raw_fd < 0) fail_open(path, errno, "read");
   }

@@ -110,6 +110,8 @@ Graph graph_for(const CodecArgs& a, const std::vector<double>& fill_values);
 // a file of another size is refused before it is read, a pipe is read no further than one
 // byte past it, and a character device (/dev/urandom) gives that many bytes. Shows progress
 // on a terminal. A stream of no expected size is read up to half the memory limit (memory_limit).
+// Refuses a path read_file would: one that does not exist, or a directory, socket or block device.
+void check_readable(const std::string& path);
 Buffer read_file(const std::string& path, std::optional<uint64_t> expected_size = std::nullopt,
                  const std::string& expected_what = "");
 // An fzg file: read_file, with its first bytes checked for the container's magic before the
@@ -157,9 +159,8 @@ void check_allocatable(const FieldSize& size, const std::string& what);
 // print as null: "inf", "-inf" and "nan" strings instead.
 std::string dump_json(const nlohmann::json& j);
 // Text from a user or a file as one terminal line: control characters escaped (\n, \x1b, and
-// C1 controls in UTF-8 as \u009b),
-// so that a message or a stored name can neither break the line nor drive the terminal, and
-// cut after `limit` bytes.
+// C1 controls in UTF-8 as \u009b), so that a message or a stored name can neither break the
+// line nor drive the terminal, and cut after `limit` bytes.
 std::string printable(const std::string& text, size_t limit = 4096);
 
 }  // namespace fzg::cli

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -274,10 +273,7 @@ int run_sweep(const SweepArgs& a) {
     }
     const std::optional<FieldSize> size = field_size(f.dims, parse_dtype(f.type));
     if (!size || size->overflows) fail(ErrorCode::invalid_argument, "bad dimensions '" + f.dims + "' for '" + f.input + "'");
-    // A directory opens as a stream whose end is nowhere: name it as read_file does.
-    std::error_code unknown;  // where the path cannot be looked at, opening it says why
-    if (std::filesystem::is_directory(f.input, unknown))
-      fail(ErrorCode::io, "'" + f.input + "' is a directory, not a file to read");
+    check_readable(f.input);  // a directory opens as a stream whose end is nowhere
     std::ifstream probe(f.input, std::ios::binary | std::ios::ate);
     if (!probe) fail(ErrorCode::io, "cannot open '" + f.input + "': " + std::strerror(errno));
     if (uint64_t(probe.tellg()) != size->bytes)

@@ -26,7 +26,6 @@ constexpr size_t dictionary_bytes = sizeof(dictionary) - 1;
 // (b - 0x80) + min_match bytes, then its distance back (1 at least) in LEB128, 3 bytes at most.
 constexpr size_t min_match = 4, max_match = 0x7F + min_match, max_literals = 0x80;
 constexpr size_t max_distance = (size_t(1) << 21) - 1;
-constexpr size_t max_text = max_graph_text_bytes;
 
 uint32_t prefix_hash(const uint8_t* p) {
   const uint32_t v = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
@@ -35,7 +34,7 @@ uint32_t prefix_hash(const uint8_t* p) {
 
 // The code of `text`, found afresh.
 std::vector<uint8_t> code_of(const std::string& text) {
-  if (text.size() > max_text) fail(ErrorCode::invalid_config, "the graph's JSON is over 16 MiB");
+  if (text.size() > max_graph_text_bytes) fail(ErrorCode::invalid_config, "the graph's JSON is over 16 MiB");
   // The dictionary and the text as one history; a chain of earlier positions per 4-byte prefix.
   std::vector<uint8_t> all(dictionary, dictionary + dictionary_bytes);
   all.insert(all.end(), text.begin(), text.end());
@@ -135,7 +134,7 @@ std::string decode_graph_text(const uint8_t* code, size_t size) {
       require_data(distance >= 1 && distance <= all.size(), "graph code (a match's distance)");
       for (size_t k = 0, from = all.size() - distance; k < length; ++k) all.push_back(all[from + k]);
     }
-    require_data(all.size() - dictionary_bytes <= max_text, "graph code (a text over 16 MiB)");
+    require_data(all.size() - dictionary_bytes <= max_graph_text_bytes, "graph code (a text over 16 MiB)");
   }
   return all.substr(dictionary_bytes);
 }
