@@ -33,7 +33,9 @@
 // outlier totals and the code count: no extra synchronization). Before a decode the codes are
 // scattered back (code_order.cu: 0 at missing points, bits from the mask), and the decode
 // writes the fill values of its tile's runs after the exact values.
+#include <cub/block/block_load.cuh>
 #include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
 #include <cstring>
 #include <memory>
 #include <type_traits>
@@ -46,6 +48,7 @@
 #include "runtime/device_words.cuh"
 #include "runtime/launch.cuh"
 #include "runtime/timer.hh"
+#include "varlen/lookback.cuh"
 #include "varlen/scan.cuh"
 
 namespace fzg::lorenzo {
@@ -482,34 +485,42 @@ struct BitsSource : BitsAt<const uint32_t> {
   const uint64_t* first_code;
 };
 
-// What a tile's data bits say of it (tile_classes_kernel): every point inside holds data, the
-// tile lies inside the field and every point is missing, or anything else (both kinds, or a
-// tile across the field's edge with missing points).
+// What a tile's data bits say of it (tile_class): every point inside holds data, the tile
+// lies inside the field and every point is missing, or anything else (both kinds, or a tile
+// across the field's edge with missing points).
 enum TileClass : uint8_t { all_data_tile = 0, all_missing_tile = 1, other_tile = 2 };
 
-// A warp a tile: its words (TX / 32 a row, TY TZ rows), each against the points of its row
-// inside the field.
+// A tile's class, by a whole warp: its words (TX / 32 a row, TY TZ rows), each against the
+// points of its row inside the field.
 template <int TX, int TY, int TZ>
-__global__ void __launch_bounds__(block_threads) tile_classes_kernel(Grid g, BitsAt<const uint32_t> bits,
-                                                                     uint8_t* __restrict__ classes) {
-  constexpr uint32_t row_words = TX / 32, words = row_words * TY * TZ, warps = block_threads / 32;
-  const uint32_t lane = threadIdx.x % 32;
-  for (uint32_t tile = g.first_tile + blockIdx.x * warps + threadIdx.x / 32; tile < g.end_tile;
-       tile += gridDim.x * warps) {
-    const TilePlace<TX, TY, TZ> p(g, tile);
-    bool data = false, missing = false;
-    for (uint32_t j = lane; j < words; j += 32) {
-      const uint32_t wx = j % row_words, row = j / row_words, ly = row % TY, lz = row / TY;
-      const uint64_t x = p.x0 + 32 * wx;
-      if (ly >= p.ey || lz >= p.ez || x >= g.nx) continue;  // no point of the field
-      const uint32_t points = g.nx - x < 32 ? uint32_t(g.nx - x) : 32u;
-      const uint32_t expected = points == 32 ? 0xffffffffu : (1u << points) - 1;
-      const uint32_t word = bits.words[bits.word(g, x, p.y0 + ly, p.z0 + lz)];
-      data |= word != 0, missing |= word != expected;
-    }
-    data = __any_sync(0xffffffffu, data), missing = __any_sync(0xffffffffu, missing);
-    if (lane == 0) classes[tile] = !missing ? all_data_tile : !data && p.whole() ? all_missing_tile : other_tile;
+__device__ TileClass tile_class(const Grid& g, const BitsAt<const uint32_t>& bits, const TilePlace<TX, TY, TZ>& p) {
+  constexpr uint32_t row_words = TX / 32, words = row_words * TY * TZ;
+  bool data = false, missing = false;
+  for (uint32_t j = threadIdx.x % 32; j < words; j += 32) {
+    const uint32_t wx = j % row_words, row = j / row_words, ly = row % TY, lz = row / TY;
+    const uint64_t x = p.x0 + 32 * wx;
+    if (ly >= p.ey || lz >= p.ez || x >= g.nx) continue;  // no point of the field
+    const uint32_t points = g.nx - x < 32 ? uint32_t(g.nx - x) : 32u;
+    const uint32_t expected = points == 32 ? 0xffffffffu : (1u << points) - 1;
+    const uint32_t word = bits.words[bits.word(g, x, p.y0 + ly, p.z0 + lz)];
+    data |= word != 0, missing |= word != expected;
   }
+  data = __any_sync(0xffffffffu, data), missing = __any_sync(0xffffffffu, missing);
+  return !missing ? all_data_tile : !data && p.whole() ? all_missing_tile : other_tile;
+}
+
+// The classes of a run of tiles [first, end) into `classes` (shared, a byte a tile), a warp a
+// tile, where a kernel of its own took 8-12 us a chunk of a 100 M field (two launches' worth of
+// latency against a few loads a tile here, whose words the tile's encode reads again from L1).
+// The whole block calls it; it ends at a barrier.
+template <int TX, int TY, int TZ>
+__device__ void run_classes(const Grid& g, const BitsAt<const uint32_t>& bits, uint32_t first, uint32_t end,
+                            uint8_t* classes) {
+  for (uint32_t t = first + threadIdx.x / 32; t < end; t += block_threads / 32) {
+    const TileClass c = tile_class<TX, TY, TZ>(g, bits, TilePlace<TX, TY, TZ>(g, t));
+    if (threadIdx.x % 32 == 0) classes[t - first] = c;
+  }
+  __syncthreads();
 }
 
 // Lane k < per_thread: the data bits of the warp's points at k (one word: a row's 32 points
@@ -727,8 +738,7 @@ struct MaskScratch {
   uint16_t* slots;
   uint32_t* tile_runs;
   BitsSource bits;
-  const uint8_t* classes;  // each tile's TileClass
-  uint32_t* claim;         // the launch's claims (for_each_claimed_run), zeroed before it
+  uint32_t* claim;  // the launch's claims (for_each_claimed_run), zeroed before it
 };
 
 // totals: escapes, exacts, mask runs. Five blocks an SM (at most 48 registers, no spills):
@@ -764,17 +774,16 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
   __shared__ uint32_t claim_slot;
   const QuantConstants c = *constants;  // resolved on the device, or written there from the host
   H::clear(q);
-  uint32_t classes = 0;  // Fill: the classes of the run's tiles, a lane each
-  static_assert(claimed_run <= 32 && tail_run <= 32, "a run's classes in a warp's lanes");
+  __shared__ uint8_t classes[Fill ? claimed_run : 1];  // Fill: the classes of the run's tiles
+  static_assert(tail_run <= claimed_run, "a run's classes fit");
   auto code_tile = [&](const TilePlace<TX, TY, TZ>& p, uint32_t run_first, uint32_t run_end) {
     FillTile fill{mask.bits, nullptr, nullptr, nullptr, no_uniform_symbol, all_data_tile};
     if constexpr (Fill) {
       fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.mixed.symbols, fill.plane = mask_shared.plane;
-      if (p.index == run_first) {
-        const uint32_t t = run_first + threadIdx.x % 32;
-        classes = t < run_end ? mask.classes[t] : 0u;
-      }
-      fill.tile_class = __shfl_sync(0xffffffffu, classes, p.index - run_first);  // uniform across the block
+      // The run's earlier tiles read their classes before the barrier its last tile ends with,
+      // or (a last tile all missing ends at none) before the two of the next claim.
+      if (p.index == run_first) run_classes<TX, TY, TZ>(g, mask.bits, run_first, run_end, classes);
+      fill.tile_class = classes[p.index - run_first];  // uniform across the block
       // A tile all of the one fill value (land): its mask runs, and no code, outlier or barrier.
       if (missing.count == 1 && fill.tile_class == all_missing_tile) {
         if (threadIdx.x == 0) {
@@ -1432,54 +1441,101 @@ __global__ void write_counts_kernel(uint64_t* stream, uint64_t escapes, uint64_t
   stream[1] = exacts;
 }
 
-// Marks the tiles that take a repeat run (mask.hh): more than one run, and the runs of the
-// tile `stride` before. A warp per tile. The stream's run total (a repeat counts one) is added
-// up here, an atomic a block: the encode adding each tile's runs to one address was an atomic
-// a tile.
-__global__ void __launch_bounds__(256) find_mask_repeats_kernel(const uint16_t* slots, const uint32_t* tile_runs,
-                                                                uint64_t tiles, uint64_t stride, uint32_t volume,
-                                                                uint32_t* repeats, unsigned long long* run_total) {
-  __shared__ unsigned long long block_total;
-  if (threadIdx.x == 0) block_total = 0;
-  __syncthreads();
-  unsigned long long stored = 0;  // lane 0's tiles' runs in the stream
-  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32;
-  for (uint64_t t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; t < tiles; t += warps) {
-    const uint32_t n = tile_runs[t];  // the same for the whole warp
-    bool same = t >= stride && n > 1 && n == tile_runs[t - stride];
+// The tiles that take a repeat run (mask.hh: more than one run, and the runs of the tile
+// `stride` before), and where each tile's runs go in the mask stream (a repeat takes one):
+// one pass, placed by decoupled look-back (varlen/lookback.cuh) over chunks of 256 tiles, a
+// lane a tile. In place of a kernel for the repeats and a device-wide scan of the stored
+// counts after it (three launches, ~18 us a chunk of a 100 M field on an H100, mostly their
+// latency). offsets[tiles] and *run_total are the stream's run count.
+constexpr uint32_t offsets_chunk_tiles = 256;
+using RunLookBack = varlen::LookBack<1>;
+uint64_t run_chunks(uint64_t tiles) { return (tiles + offsets_chunk_tiles - 1) / offsets_chunk_tiles; }
+__global__ void __launch_bounds__(offsets_chunk_tiles) mask_run_offsets_kernel(
+    const uint16_t* __restrict__ slots, const uint32_t* __restrict__ tile_runs, uint64_t tiles, uint64_t stride,
+    uint32_t volume, uint64_t chunks, RunLookBack lb, uint32_t* __restrict__ repeats, uint64_t* __restrict__ offsets,
+    unsigned long long* __restrict__ run_total) {
+  constexpr uint32_t warps = offsets_chunk_tiles / 32;
+  __shared__ uint32_t warp_first[warps];
+  __shared__ uint64_t chunk, chunk_first;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (;;) {
+    if (threadIdx.x == 0) chunk = lb.claim(0);
+    __syncthreads();
+    const uint64_t c = chunk;
+    if (c >= chunks) return;  // uniform across the block
+    const uint64_t t = c * offsets_chunk_tiles + threadIdx.x;
+    const uint32_t n = t < tiles ? tile_runs[t] : 0u;
+    bool same = t < tiles && t >= stride && n > 1 && n == tile_runs[t - stride];
+    // A candidate's runs against the earlier tile's, by its own lane, 8 runs a 16-byte load
+    // (a slot is `volume` runs, a multiple of 8, from a 16-byte aligned scratch; runs past n
+    // are left out of the compare). A warp comparing one candidate at a time took 4x longer.
     if (same) {
-      bool lane_same = true;
-      for (uint32_t r = threadIdx.x % 32; r < n; r += 32) lane_same &= slots[t * volume + r] == slots[(t - stride) * volume + r];
-      same = __all_sync(0xffffffffu, lane_same);
+      const uint4* mine = reinterpret_cast<const uint4*>(slots + t * volume);
+      const uint4* theirs = reinterpret_cast<const uint4*>(slots + (t - stride) * volume);
+      for (uint32_t i = 0; same && 8 * i < n; ++i) {
+        const uint4 a = mine[i], b = theirs[i];
+        const uint32_t left = n - 8 * i;  // runs of this load in the tile (all 8 when 8 or more)
+        const uint64_t keep = left >= 8 ? ~uint64_t(0) : (uint64_t(1) << (16 * (left % 4))) - 1;
+        const uint64_t lo = (uint64_t(a.y) << 32 | a.x) ^ (uint64_t(b.y) << 32 | b.x);
+        const uint64_t hi = (uint64_t(a.w) << 32 | a.z) ^ (uint64_t(b.w) << 32 | b.z);
+        const uint64_t lo_keep = left >= 4 ? ~uint64_t(0) : keep, hi_keep = left >= 8 ? ~uint64_t(0) : left > 4 ? keep : 0;
+        same = (lo & lo_keep) == 0 && (hi & hi_keep) == 0;
+      }
     }
-    if (threadIdx.x % 32 == 0) {
+    const uint32_t stored = same ? 1u : n;  // at most 256 x 2048 a chunk
+    uint32_t warp_total;
+    const uint32_t before_in_warp = warp_exclusive_sum(stored, warp_total);
+    if (lane == 0) warp_first[warp] = warp_total;
+    __syncthreads();
+    if (warp == 0) {
+      const uint32_t mine = lane < warps ? warp_first[lane] : 0u;
+      uint32_t total;
+      const uint32_t before = warp_exclusive_sum(mine, total);
+      if (lane < warps) warp_first[lane] = before;
+      if (lane == 0 && c > 0) lb.publish_aggregate(c, {total});
+      const uint64_t prefix = lb.exclusive_prefix(c).v[0];
+      if (lane == 0) {
+        lb.publish_inclusive(c, {prefix + total});
+        chunk_first = prefix;
+        if (c == chunks - 1) offsets[tiles] = *run_total = prefix + total;
+      }
+    }
+    __syncthreads();
+    if (t < tiles) {
       repeats[t] = same;
-      stored += same ? 1 : n;
+      offsets[t] = chunk_first + warp_first[warp] + before_in_warp;
     }
+    __syncthreads();  // `chunk`, `chunk_first` and the warp offsets are rewritten for the next chunk
   }
-  if (threadIdx.x % 32 == 0 && stored) atomicAdd(&block_total, stored);
-  __syncthreads();
-  if (threadIdx.x == 0 && block_total) atomicAdd(run_total, block_total);
 }
 
-// A tile's runs in the stream: one for a repeat.
-struct StoredRuns {
-  const uint32_t* runs;
-  const uint32_t* repeats;
-  uint64_t n;
-  __device__ uint64_t operator()(uint64_t i) const { return i < n ? (repeats[i] ? 1 : runs[i]) : 0; }
-};
-
-// Packs each tile's mask runs from its scratch slot to its scanned offset: a warp per tile.
-__global__ void pack_mask_runs_kernel(const uint16_t* slots, const uint32_t* tile_runs, const uint32_t* repeats,
-                                      const uint64_t* offsets, uint64_t tiles, uint32_t volume, uint16_t* runs) {
-  const uint64_t warps = uint64_t(gridDim.x) * blockDim.x / 32;
-  for (uint64_t t = (blockIdx.x * uint64_t(blockDim.x) + threadIdx.x) / 32; t < tiles; t += warps) {
-    if (repeats[t]) {
-      if (threadIdx.x % 32 == 0) runs[offsets[t]] = mask_repeat_run(volume);
-      continue;
+// The mask stream (mask.hh): its run count (a u64, little-endian: the stream starts 8-byte
+// aligned), then each tile's mask runs from its scratch slot to its offset. A lane a tile
+// (most tiles have one run: a warp a tile left 31 lanes idle, 14 us for the two chunks of a
+// 100 M field on an H100); a tile of more than 32 runs is copied by the whole warp after.
+constexpr uint32_t lane_copied_runs = 32;
+__global__ void pack_mask_runs_kernel(const uint16_t* __restrict__ slots, const uint32_t* __restrict__ tile_runs,
+                                      const uint32_t* __restrict__ repeats, const uint64_t* __restrict__ offsets,
+                                      uint64_t tiles, uint32_t volume, uint8_t* __restrict__ stream) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *reinterpret_cast<uint64_t*>(stream) = offsets[tiles];
+  uint16_t* runs = reinterpret_cast<uint16_t*>(stream + 8);
+  const uint32_t lane = threadIdx.x % 32;
+  const uint64_t threads = uint64_t(gridDim.x) * blockDim.x;
+  // Every lane of a warp runs the same number of rounds (the warp's copies need all 32).
+  for (uint64_t first = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x - lane; first < tiles; first += threads) {
+    const uint64_t t = first + lane;
+    const bool real = t < tiles;
+    const uint64_t at = real ? offsets[t] : 0;
+    const uint32_t n = real ? (repeats[t] ? 0u : tile_runs[t]) : 0u;  // 0: a repeat run, or no tile
+    if (real && repeats[t]) runs[at] = mask_repeat_run(volume);
+    if (n <= lane_copied_runs)
+      for (uint32_t r = 0; r < n; ++r) runs[at + r] = slots[t * volume + r];
+    for (uint32_t many = __ballot_sync(0xffffffffu, n > lane_copied_runs); many; many &= many - 1) {
+      const uint32_t j = __ffs(many) - 1;
+      const uint64_t tj = first + j, at_j = __shfl_sync(0xffffffffu, at, j);
+      const uint32_t n_j = __shfl_sync(0xffffffffu, n, j);
+      for (uint32_t r = lane; r < n_j; r += 32) runs[at_j + r] = slots[tj * volume + r];
     }
-    for (uint32_t r = threadIdx.x % 32; r < tile_runs[t]; r += 32) runs[offsets[t] + r] = slots[t * volume + r];
   }
 }
 
@@ -1669,12 +1725,57 @@ TileRows tile_rows(const Dims& dims) {
   }
 }
 
-// The scan term of word i: its points with data.
-struct WordCounts {
-  const uint32_t* words;
-  uint64_t n;
-  __device__ uint64_t operator()(uint64_t i) const { return i < n ? __popc(words[i]) : 0; }
-};
+// Each data-bit word's first code (the points with data before it) and, at first[n] and
+// *total, the code count: an exclusive scan of the words' counts in one pass, placed by
+// decoupled look-back over chunks of 2048 words (a block's 8 words a thread), in place of a
+// device-wide CUB scan (its init kernel and scan, and a copy of the total after them).
+constexpr uint32_t code_scan_items = 8, code_scan_chunk = block_threads * code_scan_items;
+using CodeLookBack = varlen::LookBack<1>;
+uint64_t code_chunks(uint64_t words) { return (words + code_scan_chunk - 1) / code_scan_chunk; }
+__global__ void __launch_bounds__(block_threads) first_codes_kernel(const uint32_t* __restrict__ words, uint64_t n,
+                                                                    uint64_t chunks, CodeLookBack lb,
+                                                                    uint64_t* __restrict__ first,
+                                                                    unsigned long long* __restrict__ total) {
+  using Load = cub::BlockLoad<uint32_t, block_threads, code_scan_items, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using Store = cub::BlockStore<uint64_t, block_threads, code_scan_items, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  using Scan = cub::BlockScan<uint32_t, block_threads>;
+  __shared__ union {
+    typename Load::TempStorage load;
+    typename Scan::TempStorage scan;
+    typename Store::TempStorage store;
+  } temp;
+  __shared__ uint64_t chunk, chunk_first;
+  for (;;) {
+    if (threadIdx.x == 0) chunk = lb.claim(0);
+    __syncthreads();
+    const uint64_t c = chunk;
+    if (c >= chunks) return;  // uniform across the block
+    const uint64_t base = c * code_scan_chunk;
+    const int valid = int(n - base < code_scan_chunk ? n - base : code_scan_chunk);
+    uint32_t counts[code_scan_items];
+    Load(temp.load).Load(words + base, counts, valid, 0u);
+#pragma unroll
+    for (uint32_t k = 0; k < code_scan_items; ++k) counts[k] = __popc(counts[k]);
+    __syncthreads();  // the load's storage is the scan's
+    uint32_t chunk_total;  // at most 2048 x 32
+    Scan(temp.scan).ExclusiveSum(counts, counts, chunk_total);
+    if (threadIdx.x < 32) {
+      if (threadIdx.x == 0 && c > 0) lb.publish_aggregate(c, {chunk_total});
+      const uint64_t prefix = lb.exclusive_prefix(c).v[0];
+      if (threadIdx.x == 0) {
+        lb.publish_inclusive(c, {prefix + chunk_total});
+        chunk_first = prefix;
+        if (c == chunks - 1) first[n] = *total = prefix + chunk_total;
+      }
+    }
+    __syncthreads();  // chunk_first; the scan's storage is the store's
+    uint64_t out[code_scan_items];
+#pragma unroll
+    for (uint32_t k = 0; k < code_scan_items; ++k) out[k] = chunk_first + counts[k];
+    Store(temp.store).Store(first + base, out, valid);
+    __syncthreads();  // `chunk`, `chunk_first` and the storage are rewritten for the next chunk
+  }
+}
 
 DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
                              const MissingValues& missing, const Prediction& prediction, const uint32_t* data_bits)
@@ -1686,11 +1787,16 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
   const uint64_t tiles = grid_.tile_count();
   if (tiles >= (uint64_t(1) << 32) - (missing.empty() ? 0 : uint64_t(1) << 24))
     fail(ErrorCode::invalid_argument, "field has too many tiles");
-  counts_ = Buffer::device(4 * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t), stream);
-  FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, 4 * sizeof(uint64_t), stream));
+  // Zeroed at once: the totals, and with fill values the encode's claim counter and the
+  // look-back states of the first codes and of the mask offsets (one memset).
+  const uint64_t words = DataBits(dims).words();
+  if (!missing.empty())
+    zeroed_words_ += 1 + RunLookBack::words(run_chunks(tiles)) + CodeLookBack::words(code_chunks(words));
+  counts_ = Buffer::device(zeroed_words_ * sizeof(uint64_t) + (missing.empty() ? 1 : 3) * tiles * sizeof(uint32_t),
+                           stream);
+  FZG_CUDA_CHECK(cudaMemsetAsync(counts_.data(), 0, zeroed_words_ * sizeof(uint64_t), stream));
   if (missing.empty()) return;
   mask_slots_ = Buffer::device(tiles * grid_.tile.volume() * sizeof(uint16_t), stream);
-  const uint64_t words = DataBits(dims).words();
   data_bits_ = data_bits;
   if (!data_bits_) {  // one more read of the field: the executor made none beside the value range
     own_bits_ = Buffer::device(words * sizeof(uint32_t), stream);
@@ -1698,27 +1804,32 @@ DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cu
     data_bits_ = own_bits_.as<uint32_t>();
   }
   first_code_ = Buffer::device((words + 1) * sizeof(uint64_t), stream);
-  varlen::exclusive_scan(WordCounts{data_bits_, words}, words, first_code_.as<uint64_t>(), uint64_t(0), varlen::Plus{},
-                         stream);
-  // The code count, the fourth total: one read-back brings it with the others.
-  FZG_CUDA_CHECK(cudaMemcpyAsync(totals() + 3, first_code_.as<uint64_t>() + words, sizeof(uint64_t),
-                                 cudaMemcpyDeviceToDevice, stream));
-  tile_classes_ = Buffer::device(tiles, stream);
-  claim_ = Buffer::device(sizeof(uint32_t), stream);
-  const Grid g = device_grid(grid_);
-  with_shape(type, dims.rank, [&](auto, auto shape) {
-    using S = decltype(shape);
-    auto kernel = tile_classes_kernel<S::x, S::y, S::z>;
-    kernel<<<grid_for(tiles, block_threads / 32), block_threads, 0, stream>>>(
-        g, BitsAt<const uint32_t>{data_bits_, DataBits(dims)}, tile_classes_.as<uint8_t>());
-    FZG_CUDA_CHECK_LAUNCH();
-  });
+  // The code count goes to the fourth total too: one read-back brings it with the others.
+  const uint64_t chunks = code_chunks(words);
+  if (chunks == 0) {
+    FZG_CUDA_CHECK(cudaMemsetAsync(first_code_.data(), 0, sizeof(uint64_t), stream));
+    return;
+  }
+  first_codes_kernel<<<resident_grid(first_codes_kernel, block_threads, chunks, 1), block_threads, 0, stream>>>(
+      data_bits_, words, chunks, CodeLookBack::at(code_look_back(), chunks), first_code_.as<uint64_t>(),
+      reinterpret_cast<unsigned long long*>(totals() + 3));
+  FZG_CUDA_CHECK_LAUNCH();
 }
 
 uint64_t* DeviceEncoder::totals() const { return const_cast<uint64_t*>(counts_.as<uint64_t>()); }
 
 uint32_t* DeviceEncoder::tile_counts() const {
-  return reinterpret_cast<uint32_t*>(const_cast<uint8_t*>(counts_.data()) + 4 * sizeof(uint64_t));
+  return reinterpret_cast<uint32_t*>(const_cast<uint8_t*>(counts_.data()) + zeroed_words_ * sizeof(uint64_t));
+}
+
+uint32_t* DeviceEncoder::claim() const { return reinterpret_cast<uint32_t*>(totals() + 4); }
+
+unsigned long long* DeviceEncoder::run_look_back() const {
+  return reinterpret_cast<unsigned long long*>(totals() + 5);
+}
+
+unsigned long long* DeviceEncoder::code_look_back() const {
+  return run_look_back() + RunLookBack::words(run_chunks(grid_.tile_count()));
 }
 
 uint32_t* DeviceEncoder::tile_runs() const { return tile_counts() + grid_.tile_count(); }
@@ -1728,15 +1839,15 @@ uint32_t* DeviceEncoder::tile_repeats() const { return tile_runs() + grid_.tile_
 void DeviceEncoder::finish() {
   if (missing_.empty()) return;
   const uint64_t tiles = grid_.tile_count();
-  find_mask_repeats_kernel<<<grid_for(tiles * 32, 256), 256, 0, stream_>>>(
-      mask_slots_.as<uint16_t>(), tile_runs(), tiles, repeat_stride(grid_), grid_.tile.volume(), tile_repeats(),
+  const uint64_t chunks = run_chunks(tiles);
+  run_offsets_ = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
+  if (tiles == 0) return;  // no run: the total stays the zero it was set to
+  mask_run_offsets_kernel<<<resident_grid(mask_run_offsets_kernel, offsets_chunk_tiles, chunks, 1),
+                            offsets_chunk_tiles, 0, stream_>>>(
+      mask_slots_.as<uint16_t>(), tile_runs(), tiles, repeat_stride(grid_), grid_.tile.volume(), chunks,
+      RunLookBack::at(run_look_back(), chunks), tile_repeats(), run_offsets_.as<uint64_t>(),
       counts_.as<unsigned long long>() + 2);
   FZG_CUDA_CHECK_LAUNCH();
-  // Queued here rather than in mask(): the scan's launches (~10 us of host time each chunk)
-  // then run while the GPU still encodes, not while it waits for them after the read-back.
-  run_offsets_ = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
-  varlen::exclusive_scan(StoredRuns{tile_runs(), tile_repeats(), tiles}, tiles, run_offsets_.as<uint64_t>(),
-                         uint64_t(0), varlen::Plus{}, stream_);
 }
 
 void DeviceEncoder::encode_rows(const QuantConstants* constants, uint64_t first_row, uint64_t end_row, uint16_t* window,
@@ -1748,12 +1859,13 @@ void DeviceEncoder::encode_rows(const QuantConstants* constants, uint64_t first_
   auto* totals = counts_.as<unsigned long long>();
   Grid g = rows_grid(grid_, first_row, end_row, window_first);
   g.tile_order = tile_order_;
-  MaskScratch scratch{nullptr, nullptr, {{nullptr, DataBits(grid_.dims)}, nullptr}, nullptr, nullptr};
+  MaskScratch scratch{nullptr, nullptr, {{nullptr, DataBits(grid_.dims)}, nullptr}, nullptr};
   if (!missing_.empty()) {
+    // The claim counter was zeroed with the totals: a masked encode is one launch.
+    if (encoded_) fail(ErrorCode::invalid_argument, "lorenzo: a masked encode codes every tile row into one window");
+    encoded_ = true;
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
-               {{data_bits_, DataBits(grid_.dims)}, first_code_.as<uint64_t>()}, tile_classes_.as<uint8_t>(),
-               claim_.as<uint32_t>()};
-    FZG_CUDA_CHECK(cudaMemsetAsync(claim_.data(), 0, sizeof(uint32_t), stream_));
+               {{data_bits_, DataBits(grid_.dims)}, first_code_.as<uint64_t>()}, claim()};
   }
   with_shape(type_, grid_.dims.rank, [&](auto zero, auto shape) {
     using T = decltype(zero);
@@ -1808,14 +1920,15 @@ Buffer DeviceEncoder::outliers(const QuantConstants* constants, OutlierCounts to
 
 Buffer DeviceEncoder::mask(uint64_t runs) {
   Buffer stream_buffer = Buffer::device(mask_stream_size(runs), stream_);
-  write_run_count_kernel<<<1, 1, 0, stream_>>>(stream_buffer.data(), runs);
-  FZG_CUDA_CHECK_LAUNCH();
   const uint64_t tiles = grid_.tile_count();
-  if (runs == 0) return stream_buffer;
-  // The runs follow the 8-byte count; the device's stream buffers start 8-byte aligned.
-  pack_mask_runs_kernel<<<grid_for(tiles * 32, 256), 256, 0, stream_>>>(
-      mask_slots_.as<uint16_t>(), tile_runs(), tile_repeats(), run_offsets_.as<uint64_t>(), tiles, grid_.tile.volume(),
-      reinterpret_cast<uint16_t*>(stream_buffer.data() + 8));
+  if (runs == 0) {  // no tile
+    write_run_count_kernel<<<1, 1, 0, stream_>>>(stream_buffer.data(), runs);
+    FZG_CUDA_CHECK_LAUNCH();
+    return stream_buffer;
+  }
+  pack_mask_runs_kernel<<<grid_for(tiles, 256), 256, 0, stream_>>>(mask_slots_.as<uint16_t>(), tile_runs(),
+                                                                        tile_repeats(), run_offsets_.as<uint64_t>(),
+                                                                        tiles, grid_.tile.volume(), stream_buffer.data());
   FZG_CUDA_CHECK_LAUNCH();
   return stream_buffer;
 }

@@ -280,6 +280,9 @@ class DeviceEncoder {
   uint32_t* tile_counts() const;  // each tile's packed escape and exact counts
   uint32_t* tile_runs() const;    // each tile's mask runs
   uint32_t* tile_repeats() const; // each tile's flag: its runs are a repeat run
+  uint32_t* claim() const;                    // with fill values: the encode's count of claimed runs of tiles
+  unsigned long long* run_look_back() const;  // with fill values: the mask offsets' look-back state
+  unsigned long long* code_look_back() const; // with fill values: the first codes' look-back state
   const void* field_;
   DType type_;
   TileGrid grid_;
@@ -288,14 +291,14 @@ class DeviceEncoder {
   bool whole_ = false;  // Span::chunk
   Axes axes_;
   bool tile_order_ = false;  // codes in tile order
-  Buffer counts_;      // the totals (4 u64), the tiles' counts, then (with fill values) their run counts and repeat flags
+  uint64_t zeroed_words_ = 4;  // counts_' zeroed head: the totals, then with fill values claim() and the look-backs
+  Buffer counts_;  // the zeroed head, the tiles' counts, then (with fill values) their run counts and repeat flags
   Buffer mask_slots_;  // with fill values: a tile's runs at [tile * volume]
   Buffer run_offsets_; // with fill values: each tile's first run in the mask stream (finish())
   const uint32_t* data_bits_ = nullptr;  // with fill values: DataBits (the caller's, or own_bits_)
   Buffer own_bits_;
   Buffer first_code_;  // with fill values: each word's first code, and the count at [words]
-  Buffer tile_classes_;  // with fill values: each tile's class by its data bits (lorenzo.cu)
-  Buffer claim_;         // with fill values: the encode's count of claimed runs of tiles
+  bool encoded_ = false;  // with fill values: the one encode launch is queued
 };
 
 class DeviceDecoder {
