@@ -286,34 +286,70 @@ uint64_t metadata_size_bound(const uint8_t* head, uint64_t available_bytes) {
   return fixed_header_bytes_v1 + padded8(graph_bytes) + stages * (8 + 16 * 8) + streams * 16;
 }
 
+namespace {
+
+// A version 2+ file's fixed header (its first fixed_header_bytes), checked against itself.
+struct FixedHeader {
+  uint32_t graph_bytes, stage_count, stream_count;
+  uint64_t chunks, metadata, payload, stored_sum;
+};
+FixedHeader read_fixed_header(const uint8_t* data, uint64_t available, uint64_t file_bytes, Header& header) {
+  require_data(available >= fixed_header_bytes, "file shorter than its header");
+  Reader r(data, fixed_header_bytes);
+  FixedHeader f;
+  f.graph_bytes = read_common_header(r, header);
+  header.chunk_rows = r.get<uint64_t>("header");
+  // Writers never chunk past the field's slowest extent.
+  require_data(header.chunk_rows >= 1 && header.chunk_rows <= std::max<uint64_t>(1, slowest_extent(header.dims)),
+               "chunk rows");
+  f.stage_count = r.get<uint32_t>("header"), f.stream_count = r.get<uint32_t>("header");
+  f.chunks = r.get<uint64_t>("header");
+  // Every graph stores at least one stream.
+  require_data(f.stage_count <= max_stage_count && f.stream_count >= 1 && f.stream_count <= max_stream_count,
+               "stage or stream count");
+  require_data(f.chunks == chunk_count(header.dims, header.chunk_rows), "chunk count");
+  f.metadata = r.get<uint64_t>("header");
+  require_data(f.metadata >= fixed_header_bytes && f.metadata <= file_bytes, "metadata size");
+  // Every chunk takes at least 8 bytes per stage and 16 per stream of the metadata.
+  require_data(f.chunks <= f.metadata / (8 * uint64_t(f.stage_count) + 16 * uint64_t(f.stream_count) + 1),
+               "chunk count");
+  f.payload = r.get<uint64_t>("header");
+  f.stored_sum = r.get<uint64_t>("header");
+  return f;
+}
+
+}  // namespace
+
+uint64_t metadata_size_limit(const uint8_t* head, uint64_t head_bytes, uint64_t file_bytes,
+                             const std::function<uint64_t(uint64_t)>& read_u64) {
+  if (read_version(head, head_bytes) == 1) return metadata_size_bound(head, head_bytes);
+  Header header;
+  const FixedHeader f = read_fixed_header(head, head_bytes, file_bytes, header);
+  uint64_t at = fixed_header_bytes + padded8(f.graph_bytes);
+  for (uint32_t i = 0; i < f.stage_count; ++i) {
+    require_data(at <= f.metadata && f.metadata - at >= 8, "metadata size");
+    const uint64_t size = read_u64(at);
+    require_data(size <= f.metadata - at - 8, "stage header");
+    at += 8 + padded8(size);
+  }
+  // A stage record holds at most 16 input sizes; the fixed header checked the chunk count.
+  const uint64_t per_chunk = uint64_t(f.stage_count) * (8 + 16 * 8) + uint64_t(f.stream_count) * 16;
+  return at + f.chunks * per_chunk;
+}
+
 Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_bytes) {
   const uint16_t version = read_version(data, available);
   if (version == 1) return read_metadata_v1(data, available, file_bytes);
-  require_data(available >= fixed_header_bytes, "file shorter than its header");
   Container c;
   c.header.version = version;
-  Reader r(data, available);
-  const uint32_t graph_bytes = read_common_header(r, c.header);
-  c.header.chunk_rows = r.get<uint64_t>("header");
-  // Writers never chunk past the field's slowest extent.
-  require_data(c.header.chunk_rows >= 1 && c.header.chunk_rows <= std::max<uint64_t>(1, slowest_extent(c.header.dims)),
-               "chunk rows");
-  const uint32_t stage_count = r.get<uint32_t>("header"), stream_count = r.get<uint32_t>("header");
-  const uint64_t chunks = r.get<uint64_t>("header");
-  // Every graph stores at least one stream.
-  require_data(stage_count <= max_stage_count && stream_count >= 1 && stream_count <= max_stream_count,
-               "stage or stream count");
-  require_data(chunks == chunk_count(c.header.dims, c.header.chunk_rows), "chunk count");
-  const uint64_t metadata = r.get<uint64_t>("header");
-  require_data(metadata <= available && metadata <= file_bytes, "metadata size");
-  // Every chunk takes at least 8 bytes per stage and 16 per stream of the metadata.
-  require_data(chunks <= metadata / (8 * uint64_t(stage_count) + 16 * uint64_t(stream_count) + 1), "chunk count");
-  const uint64_t payload = r.get<uint64_t>("header");
-  const uint64_t stored_sum = r.get<uint64_t>("header");
+  const FixedHeader f = read_fixed_header(data, available, file_bytes, c.header);
+  const uint32_t graph_bytes = f.graph_bytes, stage_count = f.stage_count, stream_count = f.stream_count;
+  const uint64_t chunks = f.chunks, metadata = f.metadata, payload = f.payload;
+  require_data(metadata <= available, "metadata size");
   // The checksum first: nothing is allocated from tables it has not vouched for.
-  check_header_checksum(data, metadata, header_checksum_offset, stored_sum);
+  check_header_checksum(data, metadata, header_checksum_offset, f.stored_sum);
   Reader m(data, metadata);
-  m.seek(r.position());
+  m.seek(fixed_header_bytes);
   c.graph_json = read_graph(m, graph_bytes, version);
   c.graph_bytes = graph_bytes;
   for (uint32_t i = 0; i < stage_count; ++i) {

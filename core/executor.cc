@@ -2,6 +2,7 @@
 // assembles the container. The field's value range (for a predictor's header) is the one
 // pass over the whole field; everything else happens per chunk, each chunk's outputs sized by
 // its own counts.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -605,16 +606,30 @@ Buffer compress(const Graph& graph_in, const FieldRef& field, const CompressOpti
 
 namespace {
 
+uint64_t little_endian_u64(const uint8_t* bytes) {
+  uint64_t v = 0;
+  for (int b = 7; b >= 0; --b) v = v << 8 | bytes[b];
+  return v;
+}
+
 // The metadata alone, from a file on the host or the device.
 Container read_container(const Buffer& file, cudaStream_t stream) {
   require_data(file.size() >= 8, "file shorter than its header");
   if (!file.on_device())
     return read_metadata(file.data(), std::min<uint64_t>(metadata_size_bound(file.data(), file.size()), file.size()),
                          file.size());
-  // One read from the device covers the metadata of any usual graph; a larger one takes two.
+  // One read from the device covers the metadata of any usual graph; a larger one takes two
+  // (and, past the first read, a read of 8 bytes a stage header for the metadata's limit).
   std::vector<uint8_t> metadata(std::min<uint64_t>(file.size(), 4096));
   copy_bytes(metadata.data(), Location::host, file.data(), file.location(), metadata.size(), stream);
-  const uint64_t available = std::min<uint64_t>(metadata_size_bound(metadata.data(), metadata.size()), file.size());
+  uint64_t available = std::min<uint64_t>(metadata_size_bound(metadata.data(), metadata.size()), file.size());
+  if (available > metadata.size())
+    available = std::min(available, metadata_size_limit(metadata.data(), metadata.size(), file.size(), [&](uint64_t at) {
+                           uint8_t bytes[8];
+                           if (at + 8 <= metadata.size()) std::memcpy(bytes, metadata.data() + at, 8);
+                           else copy_bytes(bytes, Location::host, file.data() + at, file.location(), 8, stream);
+                           return little_endian_u64(bytes);
+                         }));
   if (available > metadata.size()) {
     metadata.resize(available);
     copy_bytes(metadata.data(), Location::host, file.data(), file.location(), available, stream);
@@ -831,13 +846,20 @@ Buffer crop(const Buffer& region, const Dims& dims, uint64_t value_bytes, uint64
 
 namespace {
 
-// A file's metadata read through `read`: its fixed header, then as much as that says the
-// metadata can take.
+// A file's metadata read through `read`: its fixed header, then as much as that and the stage
+// headers' sizes say the metadata can take (a damaged metadata size then costs a few reads of
+// 8 bytes, not a read of the whole file).
 Container read_container(const FileReader& read, uint64_t file_bytes) {
   require_data(file_bytes >= 8, "file shorter than its header");
   std::vector<uint8_t> head(std::min<uint64_t>(file_bytes, fixed_header_bytes_v1));
   read(0, head.size(), head.data());
-  const uint64_t metadata_bytes = std::min<uint64_t>(metadata_size_bound(head.data(), head.size()), file_bytes);
+  const uint64_t limit = metadata_size_limit(head.data(), head.size(), file_bytes, [&](uint64_t at) {
+    uint8_t bytes[8];
+    read(at, 8, bytes);
+    return little_endian_u64(bytes);
+  });
+  const uint64_t metadata_bytes =
+      std::min({metadata_size_bound(head.data(), head.size()), limit, file_bytes});
   std::vector<uint8_t> metadata(metadata_bytes);
   read(0, metadata.size(), metadata.data());
   return read_metadata(metadata.data(), metadata.size(), file_bytes);

@@ -146,6 +146,35 @@ TEST(Chunks, SubBoxReadsOnlyItsChunks) {
   }
 }
 
+// A damaged metadata size (the fixed header's, which the header checksum covers only once the
+// metadata is read) is refused after a few small reads, not a read of the whole file: the
+// fixed header and the stage headers' sizes bound the metadata.
+TEST(Chunks, DamagedMetadataSizeIsRefusedWithoutReadingTheFile) {
+  const Dims d = Dims::make({67, 33, 45});
+  const Buffer file = compress_chunked(d, 67 * 33 * 8);
+  const uint64_t metadata = inspect(file).metadata_bytes;
+  ASSERT_GT(file.size(), 64 * metadata);
+  for (const uint64_t claimed : {metadata + 8, metadata + 4096, file.size() - 8, file.size(), ~uint64_t(0)}) {
+    SCOPED_TRACE(claimed);
+    Buffer damaged = Buffer::host(file.size());
+    std::memcpy(damaged.data(), file.data(), file.size());
+    for (int b = 0; b < 8; ++b) damaged.data()[72 + b] = uint8_t(claimed >> (8 * b));
+    uint64_t read_bytes = 0;
+    const FileReader read = [&](uint64_t offset, uint64_t size, void* into) {
+      ASSERT_LE(offset + size, damaged.size());
+      read_bytes += size;
+      std::memcpy(into, damaged.data() + offset, size);
+    };
+    testing::expect_error([&] { inspect(read, damaged.size()); }, ErrorCode::corrupt_data, "");
+    EXPECT_LE(read_bytes, 32 * metadata);
+    read_bytes = 0;
+    testing::expect_error([&] { decompress_box(read, damaged.size(), Box{0, 67, 0, 33, 17, 23}, {}); }, ErrorCode::corrupt_data,
+                 "");
+    EXPECT_LE(read_bytes, 32 * metadata);
+    testing::expect_error([&] { inspect(damaged); }, ErrorCode::corrupt_data, "");
+  }
+}
+
 TEST(Chunks, BoxOutsideTheFieldIsAnError) {
   const Dims d = Dims::make({67, 33, 45});
   const Buffer file = compress_chunked(d, 2048);
