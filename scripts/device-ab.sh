@@ -10,12 +10,7 @@ base=${1:-.baseline} rounds=${2:-2}
 shift $(( $# < 2 ? $# : 2 ))
 args=("$@")
 [[ ${#args[@]} -eq 0 ]] && args=(--gen turbulent --sizes 100M -m rel -e 1e-3 --repeat 20)
-configure() { cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON >/dev/null; }
-configure "$base" build-base
-configure . build-device
-cmake --build build-base -j "$(nproc)" --target fzg >/dev/null &
-cmake --build build-device -j "$(nproc)" --target fzg >/dev/null
-wait
+source scripts/device-builds.sh
 # The order alternates from round to round: the same binary's medians move by 5-10 % between
 # runs on one machine (p2d, p25), and a fixed order would lend the second build a warmer GPU.
 for ((r = 1; r <= rounds; ++r)); do

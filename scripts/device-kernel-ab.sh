@@ -12,12 +12,7 @@ cd "$(dirname "$0")/.."
 field=$1 dims=$2
 shift 2
 base=${FZG_BASELINE:-.baseline}
-configure() { cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFZG_CUDA=ON >/dev/null; }
-configure "$base" build-base
-configure . build-device
-cmake --build build-base -j "$(nproc)" --target fzg >/dev/null &
-cmake --build build-device -j "$(nproc)" --target fzg >/dev/null
-wait
+source scripts/device-builds.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for b in build-base build-device; do
