@@ -20,17 +20,19 @@
 // value).
 // With fill values (the `Fill` instantiations) the encode starts from the field's data bits
 // (DataBits, core/missing_values.hh: made beside the value range by the executor, or by the
-// encoder), from which a scan gives every word of 32 points its first code (the codes of the
-// points with data, in field order: each code is written where it goes, with no gather) and a
-// small kernel each tile's class. A tile all of the one fill value (inland) reads nothing and
+// encoder), from which a single-pass scan gives every word of 32 points its first code (the
+// codes of the points with data, in field order: each code is written where it goes, with no
+// gather); the encode finds each tile's class from its words at the start of each run of tiles
+// it claims. A tile all of the one fill value (inland) reads nothing and
 // writes only its known mask runs (no barrier); a tile all data is coded as without fill values
 // (in 1D and 2D through the bordered shared tile); other tiles find which symbols they hold
 // (one barrier), and in a tile with both kinds of point the warps give each missing point its
 // own prediction as q (predict_missing, mask.hh's rule, one anti-diagonal of rows at a time in
 // 3D) before the deltas; its mask runs are found by a block scan over the symbols in shared
-// memory. Runs go to a scratch slot per tile, which a compaction kernel packs into the mask
-// stream once the host knows the total (added up by the repeats kernel and read back with the
-// outlier totals and the code count: no extra synchronization). Before a decode the codes are
+// memory. Runs go to a scratch slot per tile; one single-pass kernel then finds the tiles that
+// repeat the layer before and each tile's place in the mask stream, and a compaction kernel
+// packs the runs there once the host knows the total (read back with the outlier totals and
+// the code count: no extra synchronization). Before a decode the codes are
 // scattered back (code_order.cu: 0 at missing points, bits from the mask), and the decode
 // writes the fill values of its tile's runs after the exact values.
 #include <cub/block/block_load.cuh>
@@ -741,7 +743,7 @@ struct MaskScratch {
   uint32_t* claim;  // the launch's claims (for_each_claimed_run), zeroed before it
 };
 
-// totals: escapes, exacts, mask runs. Five blocks an SM (at most 48 registers, no spills):
+// totals: escapes, exacts. Five blocks an SM (at most 48 registers, no spills):
 // the kernel waits on memory, and the 3D register path's 66 registers left three, 37 % of the
 // threads an SM holds (100 M values, rel 1e-3, H100: 451 -> 499-506 GB/s compress).
 template <typename T, int TX, int TY, int TZ, bool Fill, bool Across = false>
@@ -780,8 +782,8 @@ __global__ void __launch_bounds__(block_threads, 5) encode_kernel(const T* __res
     FillTile fill{mask.bits, nullptr, nullptr, nullptr, no_uniform_symbol, all_data_tile};
     if constexpr (Fill) {
       fill.warp_words = mask_shared.warp_words, fill.symbols = mask_shared.mixed.symbols, fill.plane = mask_shared.plane;
-      // The run's earlier tiles read their classes before the barrier its last tile ends with,
-      // or (a last tile all missing ends at none) before the two of the next claim.
+      // Rewritten only after the next claim's first barrier, which every thread reaches after
+      // its last read of this run's classes.
       if (p.index == run_first) run_classes<TX, TY, TZ>(g, mask.bits, run_first, run_end, classes);
       fill.tile_class = classes[p.index - run_first];  // uniform across the block
       // A tile all of the one fill value (land): its mask runs, and no code, outlier or barrier.
@@ -1725,6 +1727,8 @@ TileRows tile_rows(const Dims& dims) {
   }
 }
 
+namespace {
+
 // Each data-bit word's first code (the points with data before it) and, at first[n] and
 // *total, the code count: an exclusive scan of the words' counts in one pass, placed by
 // decoupled look-back over chunks of 2048 words (a block's 8 words a thread), in place of a
@@ -1776,6 +1780,8 @@ __global__ void __launch_bounds__(block_threads) first_codes_kernel(const uint32
     __syncthreads();  // `chunk`, `chunk_first` and the storage are rewritten for the next chunk
   }
 }
+
+}  // namespace
 
 DeviceEncoder::DeviceEncoder(const void* field, DType type, const Dims& dims, cudaStream_t stream,
                              const MissingValues& missing, const Prediction& prediction, const uint32_t* data_bits)
@@ -1838,6 +1844,9 @@ uint32_t* DeviceEncoder::tile_repeats() const { return tile_runs() + grid_.tile_
 
 void DeviceEncoder::finish() {
   if (missing_.empty()) return;
+  // The look-back state was zeroed with the totals: the mask offsets are one launch.
+  if (finished_) fail(ErrorCode::invalid_argument, "lorenzo: a masked DeviceEncoder finishes once");
+  finished_ = true;
   const uint64_t tiles = grid_.tile_count();
   const uint64_t chunks = run_chunks(tiles);
   run_offsets_ = Buffer::device((tiles + 1) * sizeof(uint64_t), stream_);
@@ -1862,7 +1871,7 @@ void DeviceEncoder::encode_rows(const QuantConstants* constants, uint64_t first_
   MaskScratch scratch{nullptr, nullptr, {{nullptr, DataBits(grid_.dims)}, nullptr}, nullptr};
   if (!missing_.empty()) {
     // The claim counter was zeroed with the totals: a masked encode is one launch.
-    if (encoded_) fail(ErrorCode::invalid_argument, "lorenzo: a masked encode codes every tile row into one window");
+    if (encoded_) fail(ErrorCode::invalid_argument, "lorenzo: a masked DeviceEncoder encodes once");
     encoded_ = true;
     scratch = {mask_slots_.as<uint16_t>() + g.first_tile * uint64_t(grid_.tile.volume()), tile_runs(),
                {{data_bits_, DataBits(grid_.dims)}, first_code_.as<uint64_t>()}, claim()};

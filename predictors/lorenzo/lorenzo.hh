@@ -298,7 +298,8 @@ class DeviceEncoder {
   const uint32_t* data_bits_ = nullptr;  // with fill values: DataBits (the caller's, or own_bits_)
   Buffer own_bits_;
   Buffer first_code_;  // with fill values: each word's first code, and the count at [words]
-  bool encoded_ = false;  // with fill values: the one encode launch is queued
+  bool encoded_ = false;   // with fill values: the one encode launch is queued
+  bool finished_ = false;  // with fill values: the one launch of the mask offsets is queued
 };
 
 class DeviceDecoder {
