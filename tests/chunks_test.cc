@@ -165,12 +165,14 @@ TEST(Chunks, DamagedMetadataSizeIsRefusedWithoutReadingTheFile) {
       read_bytes += size;
       std::memcpy(into, damaged.data() + offset, size);
     };
+    // Past the room the tables leave: refused from the fixed header and the stage headers' sizes.
+    const uint64_t most = claimed >= file.size() - 8 ? 256 : 32 * metadata;
     testing::expect_error([&] { inspect(read, damaged.size()); }, ErrorCode::corrupt_data, "");
-    EXPECT_LE(read_bytes, 32 * metadata);
+    EXPECT_LE(read_bytes, most);
     read_bytes = 0;
-    testing::expect_error([&] { decompress_box(read, damaged.size(), Box{0, 67, 0, 33, 17, 23}, {}); }, ErrorCode::corrupt_data,
-                 "");
-    EXPECT_LE(read_bytes, 32 * metadata);
+    testing::expect_error([&] { decompress_box(read, damaged.size(), Box{0, 67, 0, 33, 17, 23}, {}); },
+                          ErrorCode::corrupt_data, "");
+    EXPECT_LE(read_bytes, most);
     testing::expect_error([&] { inspect(damaged); }, ErrorCode::corrupt_data, "");
   }
 }
