@@ -1,6 +1,7 @@
 #include "core/container.hh"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/checksum.hh"
@@ -81,6 +82,8 @@ uint32_t read_common_header(Reader& r, Header& h) {
   const uint32_t graph_bytes = r.get<uint32_t>("header");
   h.dims = read_dims(r, rank);
   h.requested_bound = r.get<double>("header");
+  // Writers store the finite, non-negative bound they were given (0 when lossless).
+  require_data(std::isfinite(h.requested_bound) && h.requested_bound >= 0, "requested bound");
   return graph_bytes;
 }
 

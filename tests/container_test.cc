@@ -186,6 +186,15 @@ Buffer with_metadata_byte(const Buffer& file, uint64_t at, uint8_t value, uint64
   return bad;
 }
 
+// The requested bound (bytes 40-47, an f64: 1e-3 here) is finite and non-negative in every
+// file a writer makes: a negative or NaN one is an error, not a line of `fzg info`.
+TEST(Container, NegativeOrNanRequestedBoundIsAnError) {
+  const Buffer file = sample_file();
+  EXPECT_NO_THROW(inspect(with_metadata_byte(file, 47, file.data()[47])));
+  expect_error([&] { inspect(with_metadata_byte(file, 47, 0xbf)); }, ErrorCode::corrupt_data, "requested bound");
+  expect_error([&] { inspect(with_metadata_byte(file, 47, 0xff)); }, ErrorCode::corrupt_data, "requested bound");
+}
+
 // The reserved header byte (11), the graph's padding and the stage headers' padding are zero
 // in every valid file.
 TEST(Container, NonZeroReservedOrPaddingBytesAreErrors) {
