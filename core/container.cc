@@ -329,9 +329,9 @@ FixedHeader read_fixed_header(const uint8_t* data, uint64_t available, uint64_t 
 
 }  // namespace
 
-uint64_t metadata_size_limit(const uint8_t* head, uint64_t head_bytes, uint64_t file_bytes,
-                             const std::function<uint64_t(uint64_t)>& read_u64) {
-  if (read_version(head, head_bytes) == 1) return metadata_size_bound(head, head_bytes);
+uint64_t metadata_bytes_to_read(const uint8_t* head, uint64_t head_bytes, uint64_t file_bytes,
+                                const std::function<uint64_t(uint64_t)>& read_u64) {
+  if (read_version(head, head_bytes) == 1) return std::min(metadata_size_bound(head, head_bytes), file_bytes);
   Header header;
   const FixedHeader f = read_fixed_header(head, head_bytes, file_bytes, header);
   uint64_t at = fixed_header_bytes + padded8(f.graph_bytes);
@@ -343,9 +343,8 @@ uint64_t metadata_size_limit(const uint8_t* head, uint64_t head_bytes, uint64_t 
   }
   // A stage record holds at most 16 input sizes; the fixed header checked the chunk count.
   const uint64_t per_chunk = uint64_t(f.stage_count) * (8 + 16 * 8) + uint64_t(f.stream_count) * 16;
-  const uint64_t limit = at + f.chunks * per_chunk;
-  require_data(f.metadata <= limit, "metadata size");  // refused before the metadata is read
-  return limit;
+  require_data(f.metadata <= at + f.chunks * per_chunk, "metadata size");  // refused before the metadata is read
+  return f.metadata;
 }
 
 Container read_metadata(const uint8_t* data, uint64_t available, uint64_t file_bytes) {

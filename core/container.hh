@@ -86,13 +86,14 @@ constexpr uint64_t header_checksum_offset = 88;
 // From the fixed header (its first fixed-header bytes): how many leading bytes of the file
 // surely hold all the metadata. Throws on a foreign file or an unknown version.
 uint64_t metadata_size_bound(const uint8_t* head, uint64_t available_bytes);
-// The same for a file read piece by piece, where a damaged metadata size must not make the
-// reader take the whole file: from version 2 on, what the fixed header and the stage headers'
-// sizes (each read by `read_u64(offset)`, 8 bytes little-endian) leave room for, at most
-// 16 input sizes a stage record. Throws on a header that fails its own checks or whose
-// metadata size is past that room.
-uint64_t metadata_size_limit(const uint8_t* head, uint64_t head_bytes, uint64_t file_bytes,
-                             const std::function<uint64_t(uint64_t)>& read_u64);
+// The bytes to read for the metadata of a file read piece by piece, where a damaged metadata
+// size must not make the reader take the whole file: version 1, metadata_size_bound's (no
+// more than the file); from version 2 on, the header's metadata size, refused past the room
+// the fixed header and the stage headers' sizes (each read by `read_u64(offset)`, 8 bytes
+// little-endian) leave, at most 16 input sizes a stage record. Throws on a header that fails
+// its own checks.
+uint64_t metadata_bytes_to_read(const uint8_t* head, uint64_t head_bytes, uint64_t file_bytes,
+                                const std::function<uint64_t(uint64_t)>& read_u64);
 // Parses and checks the metadata from the file's first `available` bytes. Stream checksums
 // are checked separately, where the streams live.
 Container read_metadata(const uint8_t* head, uint64_t available, uint64_t file_bytes);

@@ -624,12 +624,12 @@ Container read_container(const Buffer& file, cudaStream_t stream) {
   copy_bytes(metadata.data(), Location::host, file.data(), file.location(), metadata.size(), stream);
   uint64_t available = std::min<uint64_t>(metadata_size_bound(metadata.data(), metadata.size()), file.size());
   if (available > metadata.size())
-    available = std::min(available, metadata_size_limit(metadata.data(), metadata.size(), file.size(), [&](uint64_t at) {
-                           uint8_t bytes[8];
-                           if (at + 8 <= metadata.size()) std::memcpy(bytes, metadata.data() + at, 8);
-                           else copy_bytes(bytes, Location::host, file.data() + at, file.location(), 8, stream);
-                           return little_endian_u64(bytes);
-                         }));
+    available = metadata_bytes_to_read(metadata.data(), metadata.size(), file.size(), [&](uint64_t at) {
+      uint8_t bytes[8];
+      if (at + 8 <= metadata.size()) std::memcpy(bytes, metadata.data() + at, 8);
+      else copy_bytes(bytes, Location::host, file.data() + at, file.location(), 8, stream);
+      return little_endian_u64(bytes);
+    });
   if (available > metadata.size()) {
     metadata.resize(available);
     copy_bytes(metadata.data(), Location::host, file.data(), file.location(), available, stream);
@@ -853,14 +853,11 @@ Container read_container(const FileReader& read, uint64_t file_bytes) {
   require_data(file_bytes >= 8, "file shorter than its header");
   std::vector<uint8_t> head(std::min<uint64_t>(file_bytes, fixed_header_bytes_v1));
   read(0, head.size(), head.data());
-  const uint64_t limit = metadata_size_limit(head.data(), head.size(), file_bytes, [&](uint64_t at) {
+  std::vector<uint8_t> metadata(metadata_bytes_to_read(head.data(), head.size(), file_bytes, [&](uint64_t at) {
     uint8_t bytes[8];
     read(at, 8, bytes);
     return little_endian_u64(bytes);
-  });
-  const uint64_t metadata_bytes =
-      std::min({metadata_size_bound(head.data(), head.size()), limit, file_bytes});
-  std::vector<uint8_t> metadata(metadata_bytes);
+  }));
   read(0, metadata.size(), metadata.data());
   return read_metadata(metadata.data(), metadata.size(), file_bytes);
 }
