@@ -26,6 +26,7 @@ constexpr size_t dictionary_bytes = sizeof(dictionary) - 1;
 // (b - 0x80) + min_match bytes, then its distance back (1 at least) in LEB128, 3 bytes at most.
 constexpr size_t min_match = 4, max_match = 0x7F + min_match, max_literals = 0x80;
 constexpr size_t max_distance = (size_t(1) << 21) - 1;
+static_assert(max_graph_text_bytes == size_t(16) << 20, "the messages below name the limit: 16 MiB");
 
 uint32_t prefix_hash(const uint8_t* p) {
   const uint32_t v = uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
