@@ -6,3 +6,11 @@
 #else
 #define FZG_HOST_DEVICE inline
 #endif
+
+// Unrolls the next loop on the GPU (its constant indices keep arrays in registers); the host's
+// compiler, which does not know the pragma, unrolls as it sees fit.
+#if defined(__CUDA_ARCH__)
+#define FZG_UNROLL _Pragma("unroll")
+#else
+#define FZG_UNROLL
+#endif

@@ -8,6 +8,8 @@
 #include "core/registry.hh"
 #include "lossless/gpulz/gpulz.hh"
 #include "lossless/gpulz/gpulz_parse.hh"
+#include "lossless/gpulz/pair_equalities.hh"
+#include "lossless/gpulz/plane_equalities.hh"
 #include "test_util.hh"
 #include "varlen/chunked_stream.hh"
 
@@ -108,6 +110,86 @@ TEST(Gpulz, ProbingByDistanceAnswersAsTheDefinition) {
       ASSERT_EQ(gpulz::probe_of(best[i]), gpulz::probe(x.data(), i, m, window))
           << "m " << m << " window " << window << " position " << i;
   }
+}
+
+// The GPU probe's equality bits of 2-byte symbols, two distances a 4-byte word, against the
+// definition: every position (even and odd), every distance up to 32 G, symbols from a few
+// (most distances equal) to many; the front of 32 G symbols before x[0] is compared too.
+template <int G>
+void expect_pair_equalities_as_defined(std::mt19937_64& rng) {
+  for (const uint32_t alphabet : {1u, 2u, 3u, 17u, 65536u}) {
+    const uint32_t front = 32 * G, m = 300;
+    std::vector<uint32_t> storage((front + m + 1) / 2 + 1);  // 4-byte aligned
+    auto* all = reinterpret_cast<uint16_t*>(storage.data());
+    for (uint32_t k = 0; k < front + m; ++k) all[k] = uint16_t(rng() % alphabet);
+    const uint16_t* x = all + front;
+    for (uint32_t i = 0; i < m; ++i) {
+      uint32_t e[G];
+      gpulz::pair_equalities<G>(x, i, e);
+      for (uint32_t d = 1; d <= 32 * G; ++d)
+        ASSERT_EQ((e[(d - 1) / 32] >> ((d - 1) % 32)) & 1u, uint32_t(all[front + i] == all[front + i - d]))
+            << "G " << G << " alphabet " << alphabet << " position " << i << " distance " << d;
+    }
+  }
+}
+
+TEST(Gpulz, PairEqualitiesAnswerAsTheDefinition) {
+  std::mt19937_64 rng(23);
+  expect_pair_equalities_as_defined<1>(rng);
+  expect_pair_equalities_as_defined<2>(rng);
+  expect_pair_equalities_as_defined<4>(rng);
+  expect_pair_equalities_as_defined<8>(rng);
+  for (uint32_t v = 0; v < (1u << 20); v += 7) {  // both halves, zero or not, through every carry
+    const uint32_t w = v * 2654435761u;
+    for (const uint32_t word : {w, w & 0xffffu, w & 0xffff0000u, 0x80008000u, 0x00018000u})
+      ASSERT_EQ(gpulz::zero_halves(word), ((word & 0xffffu) == 0 ? 0x8000u : 0u) | ((word >> 16) == 0 ? 0x80000000u : 0u))
+          << std::hex << word;
+  }
+}
+
+// The same bits from the windows' bit planes (what the GPU's ballots give), for symbols near
+// the reference (few planes active) and anywhere (all of them).
+template <int G>
+void expect_plane_equalities_as_defined(std::mt19937_64& rng) {
+  for (const uint32_t spread : {1u, 3u, 40u, 65536u}) {
+    const uint32_t windows = 6, ref = uint32_t(rng() % 65536);
+    std::vector<uint16_t> all(32 * (windows + G));  // windows -G .. windows - 1
+    for (auto& v : all) v = uint16_t(ref + rng() % spread - spread / 2);
+    for (uint32_t w = 0; w < windows; ++w) {
+      uint32_t planes[G + 1][gpulz::symbol_planes] = {}, active = 0;
+      for (int k = 0; k <= G; ++k) {
+        for (uint32_t t = 0; t < 32; ++t) {
+          const uint32_t z = gpulz::plane_symbol(all[32 * (w + G - k) + t], ref);
+          active |= z;
+          for (int b = 0; b < gpulz::symbol_planes; ++b) planes[k][b] |= (z >> b & 1u) << t;
+        }
+      }
+      const auto plane_of = [&](int k, int b) { return planes[k][b]; };
+      for (uint32_t lane = 0; lane < 32; ++lane) {
+        const uint32_t i = 32 * (w + G) + lane;
+        uint32_t e[G];
+        gpulz::plane_equalities<G>(plane_of, active, lane, gpulz::plane_symbol(all[i], ref), e);
+        for (uint32_t d = 1; d <= 32 * G; ++d)
+          ASSERT_EQ((e[(d - 1) / 32] >> ((d - 1) % 32)) & 1u, uint32_t(all[i] == all[i - d]))
+              << "G " << G << " spread " << spread << " window " << w << " lane " << lane << " distance " << d;
+      }
+    }
+  }
+}
+
+TEST(Gpulz, PlaneEqualitiesAnswerAsTheDefinition) {
+  std::mt19937_64 rng(29);
+  expect_plane_equalities_as_defined<1>(rng);
+  expect_plane_equalities_as_defined<2>(rng);
+  std::vector<uint8_t> seen(65536);
+  for (uint32_t x = 0; x < 65536; ++x) {  // a bijection: every value once, near ref low
+    const uint32_t z = gpulz::plane_symbol(x, 1000);
+    ASSERT_LT(z, 65536u);
+    ASSERT_EQ(seen[z]++, 0) << x;
+  }
+  EXPECT_EQ(gpulz::plane_symbol(1000, 1000), 0u);
+  EXPECT_EQ(gpulz::plane_symbol(999, 1000), 1u);
+  EXPECT_EQ(gpulz::plane_symbol(1001, 1000), 2u);
 }
 
 TEST(Gpulz, AutoSymbolIsNeverWorseThanAFixedOne) {

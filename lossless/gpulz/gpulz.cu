@@ -3,7 +3,9 @@
 //
 // Probe. Lane p holds position i = s + p of a window of 32 and, as G words of bits, E(i): bit
 // d - 1 set where x[i] == x[i - d] (d <= window, d <= i), from __match_any_sync where the window
-// holds few symbols and a distance at a time otherwise (`equalities`). A match of length L at d
+// holds few symbols and otherwise from the symbols' bit planes (2-byte symbols, windows up to
+// 64, where the symbols near the chunk's first use few planes), two distances a 4-byte word
+// (other 2-byte symbols) or a distance at a time (`equalities`). A match of length L at d
 // from i is L positions with bit d - 1 set, so with A1 = E and A2k(i) = Ak(i) & Ak(i + k) the
 // distances that match at least 16 are A16(i), and the longest L below 16 follows by binary
 // lifting (L += k where some distance left also matches k more from i + L: A8, A4, A2, A1 at
@@ -21,10 +23,13 @@
 // token lengths give every token its input and output place at once; literals and matches
 // whose source lies before the round are copied by their own lanes together, a match whose
 // source the round itself writes by the whole warp in token order.
+#include <type_traits>
 #include <utility>
 
 #include "lossless/gpulz/gpulz.hh"
 #include "lossless/gpulz/gpulz_parse.hh"
+#include "lossless/gpulz/pair_equalities.hh"
+#include "lossless/gpulz/plane_equalities.hh"
 #include "varlen/chunked_stream.cuh"
 
 namespace fzg::gpulz {
@@ -156,11 +161,74 @@ __device__ __forceinline__ void equalities_matched(const Sym* x, uint32_t s, uin
   match_blocks<Sym, G>(std::make_integer_sequence<int, 2 * G>{}, x + s + l, own, low, l, low_blocks, high_blocks, e);
 }
 
-// E of position s + lane: by __match_any_sync where the window holds few symbols (a bound: the
-// lanes that equal none of the 4 before them), else a distance at a time.
+// The plane symbols of the windows a probe of 2-byte symbols reads (plane_equalities.hh), a
+// lane each, kept from window to window as the probe walks back (a load each), with the OR of
+// each window's across the warp: the planes a window uses, taken by ballots where they are
+// used (the planes themselves in registers would take ~50 more a thread, and with them most
+// of the SM's warps). Windows up to 64 symbols: G + 1 windows.
+template <int G>
+struct PlaneSymbols {
+  uint32_t z[G + 1], any[G + 1];
+  uint32_t ref, active;
+
+  // Window k's symbols into slot `slot` (k >= -G: the layout's front).
+  template <int slot>
+  __device__ __forceinline__ void take(const uint16_t* x, int32_t k, uint32_t lane) {
+    z[slot] = plane_symbol(x[32 * k + int32_t(lane)], ref);
+    any[slot] = __reduce_or_sync(all_lanes, z[slot]);
+  }
+  __device__ __forceinline__ void gather() {
+    active = 0;
+#pragma unroll
+    for (int k = 0; k <= G; ++k) active |= any[k];
+  }
+  template <int... k>
+  __device__ __forceinline__ void take_all(std::integer_sequence<int, k...>, const uint16_t* x, int32_t window,
+                                           uint32_t lane) {
+    (take<k>(x, window - k, lane), ...);
+  }
+  // Windows `window` .. window - G; the reference is the chunk's first symbol (any would do).
+  __device__ __forceinline__ void start(const uint16_t* x, int32_t window, uint32_t lane) {
+    ref = x[0];
+    take_all(std::make_integer_sequence<int, G + 1>{}, x, window, lane);
+    gather();
+  }
+  // From window + 1's windows to window's: the slots move on, the oldest is taken.
+  __device__ __forceinline__ void advance(const uint16_t* x, int32_t window, uint32_t lane) {
+#pragma unroll
+    for (int k = 0; k < G; ++k) z[k] = z[k + 1], any[k] = any[k + 1];
+    take<G>(x, window - G, lane);
+    gather();
+  }
+  // ~17 instructions a plane against ~280 for G = 2 from shared memory (pair_equalities): the
+  // planes pay where the windows' symbols differ from the reference in fewer than 13 bits.
+  __device__ __forceinline__ bool few_planes() const { return __popc(active) <= 12; }
+  __device__ __forceinline__ void equalities(uint32_t lane, uint32_t (&e)[G]) const {
+    const auto plane_of = [&](int k, int b) { return __ballot_sync(all_lanes, z[k] >> b & 1u); };
+    plane_equalities<G>(plane_of, active, lane, z[0], e);
+  }
+};
+
+// Other symbols and wider windows: equalities from shared memory alone.
+struct NoPlanes {
+  __device__ __forceinline__ bool few_planes() const { return false; }
+  template <int G>
+  __device__ __forceinline__ void equalities(uint32_t, uint32_t (&)[G]) const {}
+  template <typename Sym>
+  __device__ __forceinline__ void start(const Sym*, int32_t, uint32_t) {}
+  template <typename Sym>
+  __device__ __forceinline__ void advance(const Sym*, int32_t, uint32_t) {}
+};
+
 template <typename Sym, int G>
+using PlanesFor = std::conditional_t<sizeof(Sym) == 2 && G <= 2, PlaneSymbols<G>, NoPlanes>;
+
+// E of position s + lane: by __match_any_sync where the window holds few symbols (a bound: the
+// lanes that equal none of the 4 before them), else a distance at a time (2-byte symbols: two
+// distances a word, pair_equalities.hh).
+template <typename Sym, int G, typename Planes>
 __device__ __forceinline__ void equalities(const Sym* x, uint32_t s, uint32_t lane, uint32_t m, uint32_t window,
-                                           uint32_t (&e)[G]) {
+                                           const Planes& planes, uint32_t (&e)[G]) {
   const uint32_t own = x[s + lane];
   bool seen = false;
 #pragma unroll
@@ -170,16 +238,20 @@ __device__ __forceinline__ void equalities(const Sym* x, uint32_t s, uint32_t la
   }
   if (__popc(__ballot_sync(all_lanes, !seen)) <= few_symbols)  // uniform across the warp
     equalities_matched<Sym, G>(x, s, lane, window, e);
+  else if (planes.few_planes())  // uniform across the warp
+    planes.equalities(lane, e);
+  else if constexpr (sizeof(Sym) == 2)
+    pair_equalities<G>(x, s + lane, e);  // x is 4-byte aligned: the layout's front is 32 G * 4 or 64 G bytes
   else
     equalities_each<Sym, G>(x, s, lane, e);
   keep_distances(s + lane, m, window, e);
 }
 
-template <typename Sym, int G>
+template <typename Sym, int G, typename Planes>
 __device__ __forceinline__ void runs_of(const Sym* x, uint32_t s, uint32_t m, uint32_t window, const Runs<G>& next,
-                                        uint32_t lane, Runs<G>& r) {
+                                        const Planes& planes, uint32_t lane, Runs<G>& r) {
   if (s >= m) return clear(r);  // uniform across the warp
-  equalities<Sym, G>(x, s, lane, m, window, r.e);
+  equalities<Sym, G>(x, s, lane, m, window, planes, r.e);
 #pragma unroll
   for (int g = 0; g < G; ++g) r.a2[g] = r.e[g] & ahead(r.e[g], next.e[g], lane, 1);
 #pragma unroll
@@ -317,11 +389,15 @@ struct DeviceCoder {
     const uint32_t lane = threadIdx.x % 32;
     Runs<G> next, cur;
     clear(next);
-    for (uint32_t w = (m + 31) / 32; w-- > 0;) {
-      runs_of(x, 32 * w, m, p.window, next, lane, cur);
+    PlanesFor<Sym, G> planes;
+    const uint32_t windows = (m + 31) / 32;
+    if (windows) planes.start(x, int32_t(windows) - 1, lane);
+    for (uint32_t w = windows; w-- > 0;) {
+      runs_of(x, 32 * w, m, p.window, next, planes, lane, cur);
       const uint32_t probe = longest(cur, next, lane, min_match);
       if (32 * w + lane < m) probes[32 * w + lane] = uint16_t(probe);
       next = cur;
+      if (w) planes.advance(x, int32_t(w) - 1, lane);
     }
   }
 
