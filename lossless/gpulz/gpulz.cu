@@ -67,6 +67,13 @@ __device__ __forceinline__ uint32_t ahead(uint32_t cur, uint32_t next, uint32_t 
   return lane + k < 32 ? a : b;
 }
 
+// The same for a k the whole warp shares, in one shuffle: lane j is read by lane j - k, which
+// wants this window's value, where j >= k, and otherwise by lane j + 32 - k, which wants the
+// next window's.
+__device__ __forceinline__ uint32_t ahead_by(uint32_t cur, uint32_t next, uint32_t lane, uint32_t k) {
+  return __shfl_sync(all_lanes, lane >= k ? cur : next, (lane + k) & 31u);
+}
+
 // A window's equality bits and their runs of 2, 4 and 8 (lane p: position s + p).
 template <int G>
 struct Runs {
@@ -253,11 +260,11 @@ __device__ __forceinline__ void runs_of(const Sym* x, uint32_t s, uint32_t m, ui
   if (s >= m) return clear(r);  // uniform across the warp
   equalities<Sym, G>(x, s, lane, m, window, planes, r.e);
 #pragma unroll
-  for (int g = 0; g < G; ++g) r.a2[g] = r.e[g] & ahead(r.e[g], next.e[g], lane, 1);
+  for (int g = 0; g < G; ++g) r.a2[g] = r.e[g] & ahead_by(r.e[g], next.e[g], lane, 1);
 #pragma unroll
-  for (int g = 0; g < G; ++g) r.a4[g] = r.a2[g] & ahead(r.a2[g], next.a2[g], lane, 2);
+  for (int g = 0; g < G; ++g) r.a4[g] = r.a2[g] & ahead_by(r.a2[g], next.a2[g], lane, 2);
 #pragma unroll
-  for (int g = 0; g < G; ++g) r.a8[g] = r.a4[g] & ahead(r.a4[g], next.a4[g], lane, 4);
+  for (int g = 0; g < G; ++g) r.a8[g] = r.a4[g] & ahead_by(r.a4[g], next.a4[g], lane, 4);
 }
 
 // `probe`'s answer for each position of the window (length | distance << 8), 0 below min_match.
@@ -267,7 +274,7 @@ __device__ __forceinline__ uint32_t longest(const Runs<G>& r, const Runs<G>& nex
   bool any16 = false;
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    mask[g] = r.a8[g] & ahead(r.a8[g], next.a8[g], lane, 8);
+    mask[g] = r.a8[g] & ahead_by(r.a8[g], next.a8[g], lane, 8);
     any16 |= mask[g] != 0;
   }
   if (any16) {
