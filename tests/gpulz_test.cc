@@ -2,6 +2,7 @@
 // find (runs longer than the window, sources that overlap their match), raw chunks, odd
 // lengths, the format's own bytes, damage and parameters. The GPU's bytes are compared with
 // the CPU's wherever a device is present.
+#include <cstring>
 #include <random>
 
 #include "core/error.hh"
@@ -190,6 +191,33 @@ TEST(Gpulz, PlaneEqualitiesAnswerAsTheDefinition) {
   EXPECT_EQ(gpulz::plane_symbol(1000, 1000), 0u);
   EXPECT_EQ(gpulz::plane_symbol(999, 1000), 1u);
   EXPECT_EQ(gpulz::plane_symbol(1001, 1000), 2u);
+}
+
+// Codes near a centre with no outliers (many symbols a window, few bit planes: the GPU probe's
+// plane path), with stretches of outliers (chunks that change path from window to window) and
+// an odd length: every width of window around the planes' limit, both chunk sizes, fixed and
+// automatic symbols round trip and shrink the codes (the GPU writing the CPU's bytes
+// where a device is present).
+TEST(Gpulz, CodesNearACentreRoundTripThroughEveryProbePath) {
+  std::mt19937_64 rng(31);
+  std::vector<uint16_t> values(40000);
+  for (size_t i = 0; i < values.size();) {
+    if (i >= 30 && rng() % 8 == 0) {  // 6 codes seen 1 to 30 back: matches inside every window
+      const size_t from = i - 1 - rng() % 30;
+      for (size_t k = 0; k < 6 && i < values.size(); ++k, ++i) values[i] = values[from + k];
+      continue;
+    }
+    values[i] = i % 5000 >= 4700 ? uint16_t(rng()) : uint16_t(32768 + int(rng() % 41) - 20);  // outliers, or near
+    ++i;
+  }
+  std::vector<uint8_t> codes(2 * values.size() + 1);
+  std::memcpy(codes.data(), values.data(), 2 * values.size());
+  codes.back() = 0x33;
+  for (const uint32_t window : {32u, 33u, 64u})
+    for (const uint32_t chunk : {256u, 2048u})
+      for (const uint32_t symbol : {2u, 0u})
+        EXPECT_LT(round_trip(params(chunk, window, symbol), codes).size(), codes.size())
+            << "window " << window << " chunk " << chunk << " symbol " << symbol;
 }
 
 TEST(Gpulz, AutoSymbolIsNeverWorseThanAFixedOne) {

@@ -176,12 +176,16 @@ __device__ __forceinline__ void equalities_matched(const Sym* x, uint32_t s, uin
 template <int G>
 struct PlaneSymbols {
   uint32_t z[G + 1], any[G + 1];
-  uint32_t ref, active;
+  uint32_t ref, m, active;
 
-  // Window k's symbols into slot `slot` (k >= -G: the layout's front).
+  // Window k's symbols into slot `slot` (k >= -G). Positions before the chunk or past its end
+  // take the reference's plane symbol, 0: they are no lane's own, and the distances that reach
+  // them are cleared (keep_distances), so what shared memory holds there (the previous chunk's
+  // bytes) does not add planes.
   template <int slot>
   __device__ __forceinline__ void take(const uint16_t* x, int32_t k, uint32_t lane) {
-    z[slot] = plane_symbol(x[32 * k + int32_t(lane)], ref);
+    const int32_t at = 32 * k + int32_t(lane);
+    z[slot] = at >= 0 && uint32_t(at) < m ? plane_symbol(x[at], ref) : 0u;
     any[slot] = __reduce_or_sync(all_lanes, z[slot]);
   }
   __device__ __forceinline__ void gather() {
@@ -194,9 +198,10 @@ struct PlaneSymbols {
                                            uint32_t lane) {
     (take<k>(x, window - k, lane), ...);
   }
-  // Windows `window` .. window - G; the reference is the chunk's first symbol (any would do).
-  __device__ __forceinline__ void start(const uint16_t* x, int32_t window, uint32_t lane) {
-    ref = x[0];
+  // Windows `window` .. window - G of a chunk of m symbols; the reference is the chunk's first
+  // symbol (any would do).
+  __device__ __forceinline__ void start(const uint16_t* x, uint32_t symbols, int32_t window, uint32_t lane) {
+    ref = x[0], m = symbols;
     take_all(std::make_integer_sequence<int, G + 1>{}, x, window, lane);
     gather();
   }
@@ -207,8 +212,9 @@ struct PlaneSymbols {
     take<G>(x, window - G, lane);
     gather();
   }
-  // ~17 instructions a plane against ~280 for G = 2 from shared memory (pair_equalities): the
-  // planes pay where the windows' symbols differ from the reference in fewer than 13 bits.
+  // ~17 SASS instructions a plane (G = 2; three ballots) against ~280 for the pairs from shared
+  // memory (pair_equalities): a conservative cutoff on the planes the G + 1 windows' zigzagged
+  // differences use.
   __device__ __forceinline__ bool few_planes() const { return __popc(active) <= 12; }
   __device__ __forceinline__ void equalities(uint32_t lane, uint32_t (&e)[G]) const {
     const auto plane_of = [&](int k, int b) { return __ballot_sync(all_lanes, z[k] >> b & 1u); };
@@ -222,7 +228,7 @@ struct NoPlanes {
   template <int G>
   __device__ __forceinline__ void equalities(uint32_t, uint32_t (&)[G]) const {}
   template <typename Sym>
-  __device__ __forceinline__ void start(const Sym*, int32_t, uint32_t) {}
+  __device__ __forceinline__ void start(const Sym*, uint32_t, int32_t, uint32_t) {}
   template <typename Sym>
   __device__ __forceinline__ void advance(const Sym*, int32_t, uint32_t) {}
 };
@@ -231,8 +237,9 @@ template <typename Sym, int G>
 using PlanesFor = std::conditional_t<sizeof(Sym) == 2 && G <= 2, PlaneSymbols<G>, NoPlanes>;
 
 // E of position s + lane: by __match_any_sync where the window holds few symbols (a bound: the
-// lanes that equal none of the 4 before them), else a distance at a time (2-byte symbols: two
-// distances a word, pair_equalities.hh).
+// lanes that equal none of the 4 before them), else from the bit planes where few are active
+// (2-byte symbols, windows up to 64: PlaneSymbols), else a distance at a time (2-byte symbols:
+// two distances a word, pair_equalities.hh).
 template <typename Sym, int G, typename Planes>
 __device__ __forceinline__ void equalities(const Sym* x, uint32_t s, uint32_t lane, uint32_t m, uint32_t window,
                                            const Planes& planes, uint32_t (&e)[G]) {
@@ -398,7 +405,7 @@ struct DeviceCoder {
     clear(next);
     PlanesFor<Sym, G> planes;
     const uint32_t windows = (m + 31) / 32;
-    if (windows) planes.start(x, int32_t(windows) - 1, lane);
+    if (windows) planes.start(x, m, int32_t(windows) - 1, lane);
     for (uint32_t w = windows; w-- > 0;) {
       runs_of(x, 32 * w, m, p.window, next, planes, lane, cur);
       const uint32_t probe = longest(cur, next, lane, min_match);

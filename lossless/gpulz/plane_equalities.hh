@@ -68,7 +68,7 @@ FZG_HOST_DEVICE void plane_equalities(PlaneOf plane_of, uint32_t active, uint32_
     uint32_t plane[G + 1];
     FZG_UNROLL
     for (int k = 0; k <= G; ++k) plane[k] = plane_of(k, b);
-    const uint32_t mine = uint32_t(int32_t(own << (31 - b)) >> 31);  // all ones where own's bit b is
+    const uint32_t mine = 0u - (own >> b & 1u);  // all ones where own's bit b is set
     FZG_UNROLL
     for (int g = 0; g < G; ++g) keep[g] &= ~(funnel_right(plane[g + 1], plane[g], lane) ^ mine);
   }
