@@ -29,9 +29,7 @@ struct MissingValues {
     uint32_t symbol = 0;
     // Unrolled over the capacity (constant indices keep `bits` in registers or the kernel's
     // parameters on the GPU), and left after `count` (most fields have one fill value).
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+    FZG_UNROLL
     for (uint32_t i = 0; i < capacity; ++i) {
       if (i >= count) break;
       if (bits[i] == pattern) symbol = i + 1;
