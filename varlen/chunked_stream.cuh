@@ -38,22 +38,31 @@
 
 namespace fzg::chunked {
 
+namespace detail {
+// `count` bytes in Words where both ends share their alignment modulo sizeof(Word).
+template <typename Word>
+__device__ __forceinline__ void copy_words(uint8_t* to, const uint8_t* from, uint32_t count, uint32_t thread,
+                                           uint32_t threads) {
+  constexpr uint32_t W = sizeof(Word);
+  const uint32_t head = std::min<uint32_t>(count, (W - (reinterpret_cast<uintptr_t>(to) & (W - 1))) & (W - 1));
+  for (uint32_t i = thread; i < head; i += threads) to[i] = from[i];
+  const uint32_t words = (count - head) / W;
+  auto* to_words = reinterpret_cast<Word*>(to + head);
+  const auto* from_words = reinterpret_cast<const Word*>(from + head);
+  for (uint32_t i = thread; i < words; i += threads) to_words[i] = from_words[i];
+  for (uint32_t i = head + W * words + thread; i < count; i += threads) to[i] = from[i];
+}
+}  // namespace detail
+
 // `count` bytes from `from` to `to` by the threads [0, threads) that call it (for coders too:
 // a chunk into shared memory).
 __device__ __forceinline__ void copy_bytes(uint8_t* to, const uint8_t* from, uint32_t count, uint32_t thread,
                                            uint32_t threads) {
-  // Word copies where both ends share their alignment (the common case of a raw chunk at an
-  // aligned place), bytes otherwise.
-  if ((reinterpret_cast<uintptr_t>(to) & 3) == (reinterpret_cast<uintptr_t>(from) & 3)) {
-    const uint32_t head = std::min<uint32_t>(count, (4 - (reinterpret_cast<uintptr_t>(to) & 3)) & 3);
-    if (thread < head) to[thread] = from[thread];
-    const uint32_t words = (count - head) / 4;
-    auto* to_words = reinterpret_cast<uint32_t*>(to + head);
-    const auto* from_words = reinterpret_cast<const uint32_t*>(from + head);
-    for (uint32_t i = thread; i < words; i += threads) to_words[i] = from_words[i];
-    for (uint32_t i = head + 4 * words + thread; i < count; i += threads) to[i] = from[i];
-    return;
-  }
+  // 16-byte or word copies where both ends share their alignment (the common case of a raw
+  // chunk at an aligned place, or a staged chunk copied out), bytes otherwise.
+  const auto offset = reinterpret_cast<uintptr_t>(to) ^ reinterpret_cast<uintptr_t>(from);
+  if ((offset & 15) == 0) return detail::copy_words<uint4>(to, from, count, thread, threads);
+  if ((offset & 3) == 0) return detail::copy_words<uint32_t>(to, from, count, thread, threads);
   for (uint32_t i = thread; i < count; i += threads) to[i] = from[i];
 }
 

@@ -20,9 +20,10 @@
 // matches and first token's place, so the tokens and flag bits are then written a window at a
 // time. A chunk whose tokens outgrow it stops the walk (stored raw).
 // Decode: a warp per chunk, 32 tokens at a time: a ballot over the flags and a scan of the
-// token lengths give every token its input and output place at once; literals and matches
-// whose source lies before the round are copied by their own lanes together, a match whose
-// source the round itself writes by the whole warp in token order.
+// token lengths give every token its input and output place at once; then the round's symbols
+// are written 32 at a time, a lane a symbol, each finding its token by the starts before it
+// and a match's source among what is written or, within the step, by pointer jumping over the
+// lanes (no lane copies a match alone: the work follows the symbols, not the longest match).
 #include <type_traits>
 #include <utility>
 
@@ -524,72 +525,106 @@ struct DeviceCoder {
 };
 
 
+// A literal's S bytes (little-endian, at any byte address) as a symbol.
+template <typename Sym>
+__device__ __forceinline__ Sym load_symbol(const uint8_t* at) {
+  uint32_t v = 0;
+#pragma unroll
+  for (uint32_t b = 0; b < sizeof(Sym); ++b) v |= uint32_t(at[b]) << (8 * b);
+  return Sym(v);
+}
+
 struct DeviceDecoder {
   Params p;
 
   __host__ __device__ uint32_t chunk_bytes() const { return p.chunk_bytes; }
-  __host__ __device__ uint32_t decode_shared_bytes() const { return p.chunk_bytes; }
+  // The stored chunk, placed at its own address's alignment so that it is copied by words.
+  __host__ __device__ uint32_t decode_shared_bytes() const { return p.chunk_bytes + 16; }
   static constexpr bool decode_staged = true;  // matches read back what the chunk wrote
 
   __device__ bool decode_chunk(const uint8_t* stored, uint32_t size, uint8_t* out, uint32_t n, uint8_t* shared) const {
-    const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1u;
-    chunked::copy_bytes(shared, stored, size, lane, 32);
+    const uint32_t lane = threadIdx.x % 32;
+    uint8_t* in = shared + (reinterpret_cast<uintptr_t>(stored) & 15u);
+    chunked::copy_bytes(in, stored, size, lane, 32);
     __syncwarp();
-    const uint8_t* in = shared;
     ChunkShape s;
     if (!chunk_shape(in, size, n, s)) return false;  // uniform: every lane reads the same bytes
-    const uint32_t S = s.S, min_match = min_match_of(p, S);
+    const uint32_t min_match = min_match_of(p, s.S);
+    const bool ok = s.S == 1   ? decode_symbols<uint8_t>(in, s, min_match, out)
+                    : s.S == 2 ? decode_symbols<uint16_t>(in, s, min_match, out)
+                               : decode_symbols<uint32_t>(in, s, min_match, out);
+    if (!ok) return false;
+    if (lane < s.tail) out[s.symbols * s.S + lane] = in[size - s.tail + lane];
+    __syncwarp();
+    return true;
+  }
+
+  // The chunk's tokens into its symbols, 32 tokens a round: a ballot over the flags and a scan
+  // of the lengths give every token its input and output place; then the round's output is
+  // written 32 symbols at a time, a lane a symbol: a symbol's token is the last one starting
+  // at or before it (a count of the starts, an OR across the warp), a literal's symbol is read
+  // from the tokens and a match's from d symbols back, which lies either in what earlier steps
+  // wrote or in this step's own lanes (resolved by pointer jumping over the lanes: at most 5
+  // shuffle steps, since a source lane is always below its reader). Work follows the symbols,
+  // not the longest match.
+  template <typename Sym>
+  __device__ static bool decode_symbols(const uint8_t* in, const ChunkShape& s, uint32_t min_match, uint8_t* out_bytes) {
+    constexpr uint32_t S = sizeof(Sym);
+    Sym* out = reinterpret_cast<Sym*>(out_bytes);  // 16-byte aligned staging
+    const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1u, upto = below | (1u << lane);
     const uint8_t* flags = in + s.tokens_end;
     uint32_t pos = header_bytes, o = 0;  // the round's first token byte and output symbol
     for (uint32_t base = 0; base < s.tokens; base += 32) {
       const uint32_t t = base + lane;
       const bool valid = t < s.tokens;
       const bool is_match = valid && (flags[t / 8] >> (t % 8) & 1u);
-      const uint32_t matches = __ballot_sync(0xffffffffu, is_match);
-      const uint32_t literals = __ballot_sync(0xffffffffu, valid) & ~matches;
+      const uint32_t matches = __ballot_sync(all_lanes, is_match);
+      const uint32_t literals = __ballot_sync(all_lanes, valid) & ~matches;
       const uint32_t at = pos + 2 * __popc(matches & below) + S * __popc(literals & below);
-      const uint32_t bytes = valid ? (is_match ? 2 : S) : 0;
-      bool good = at + bytes <= s.tokens_end;
-      uint32_t len = valid ? 1 : 0, d = 0;
+      bool good = at + (valid ? (is_match ? 2 : S) : 0) <= s.tokens_end;
+      uint32_t len = valid ? 1 : 0, d = 0;  // d = 0: a literal
       if (is_match && good) len = in[at] + min_match, d = in[at + 1] + 1u;
       uint32_t end = len;  // inclusive scan of the lengths: where each token's output ends
 #pragma unroll
       for (uint32_t k = 1; k < 32; k *= 2) {
-        const uint32_t v = __shfl_up_sync(0xffffffffu, end, k);
+        const uint32_t v = __shfl_up_sync(all_lanes, end, k);
         if (lane >= k) end += v;
       }
       const uint32_t from = o + end - len;  // this token's first output symbol
       good = good && (!valid || from + len <= s.symbols) && (!is_match || d <= from);
-      if (!__all_sync(0xffffffffu, good)) return false;
-      if (valid && !is_match)
-        for (uint32_t b = 0; b < S; ++b) out[from * S + b] = in[at + b];
-      __syncwarp();
-      // A match repeats its source's first min(len, d) symbols: when those lie before the
-      // round, the lane copies it alone.
-      const bool alone = is_match && from - d + (len < d ? len : d) <= o;
-      if (alone) copy_match(out, from * S, d * S, len * S, 0, 1);
-      __syncwarp();
-      for (uint32_t rest = __ballot_sync(0xffffffffu, is_match && !alone); rest; rest &= rest - 1) {
-        const int j = __ffs(rest) - 1;
-        const uint32_t jf = __shfl_sync(0xffffffffu, from, j), jd = __shfl_sync(0xffffffffu, d, j);
-        const uint32_t jl = __shfl_sync(0xffffffffu, len, j);
-        copy_match(out, jf * S, jd * S, jl * S, lane, 32);
+      if (!__all_sync(all_lanes, good)) return false;
+      const uint32_t round_end = o + __shfl_sync(all_lanes, end, 31);
+      uint32_t before = 0;  // the round's tokens that start before the step's first symbol
+      for (uint32_t q = o; q < round_end; q += 32) {
+        const bool starts_here = valid && from >= q && from - q < 32;
+        const uint32_t starts = __reduce_or_sync(all_lanes, starts_here ? 1u << (from - q) : 0u);
+        const uint32_t k = before + __popc(starts & upto) - 1;  // the token of symbol q + lane
+        before += __popc(starts);
+        const uint32_t kd = __shfl_sync(all_lanes, d, k), kat = __shfl_sync(all_lanes, at, k);
+        const uint32_t i = q + lane;
+        const bool live = i < round_end;
+        uint32_t v = 0, ref = 0;
+        bool pending = false;
+        if (live) {
+          if (kd == 0) v = load_symbol<Sym>(in + kat);
+          else if (i - kd < q) v = out[i - kd];
+          else pending = true, ref = i - kd - q;
+        }
+        while (__any_sync(all_lanes, pending)) {
+          const uint32_t ref_v = __shfl_sync(all_lanes, v, ref), ref_ref = __shfl_sync(all_lanes, ref, ref);
+          const bool ref_pending = __shfl_sync(all_lanes, pending, ref);
+          if (pending) {
+            if (ref_pending) ref = ref_ref;
+            else v = ref_v, pending = false;
+          }
+        }
+        if (live) out[i] = Sym(v);
         __syncwarp();
       }
       pos += 2 * __popc(matches) + S * __popc(literals);
-      o += __shfl_sync(0xffffffffu, end, 31);
+      o = round_end;
     }
-    if (pos != s.tokens_end || o != s.symbols) return false;
-    if (lane < s.tail) out[s.symbols * S + lane] = in[size - s.tail + lane];
-    __syncwarp();
-    return true;
-  }
-
-  // Bytes [first, first + bytes) of out repeat the `distance` bytes before `first`.
-  __device__ static void copy_match(uint8_t* out, uint32_t first, uint32_t distance, uint32_t bytes, uint32_t thread,
-                                    uint32_t threads) {
-    const uint8_t* src = out + first - distance;
-    for (uint32_t b = thread; b < bytes; b += threads) out[first + b] = src[b < distance ? b : b % distance];
+    return pos == s.tokens_end && o == s.symbols;
   }
 };
 
