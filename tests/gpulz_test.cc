@@ -2,6 +2,7 @@
 // find (runs longer than the window, sources that overlap their match), raw chunks, odd
 // lengths, the format's own bytes, damage and parameters. The GPU's bytes are compared with
 // the CPU's wherever a device is present.
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -148,28 +149,36 @@ TEST(Gpulz, PairEqualitiesAnswerAsTheDefinition) {
   }
 }
 
-// The same bits from the windows' bit planes (what the GPU's ballots give), for symbols near
-// the reference (few planes active) and anywhere (all of them).
+// The same bits from the windows' bit planes (what the GPU's ballots give), under either map,
+// for symbols the map makes small (few planes active) and anywhere (all of them).
 template <int G>
-void expect_plane_equalities_as_defined(std::mt19937_64& rng) {
+void expect_plane_equalities_as_defined(std::mt19937_64& rng, bool sign_magnitude) {
   for (const uint32_t spread : {1u, 3u, 40u, 65536u}) {
-    const uint32_t windows = 6, ref = uint32_t(rng() % 65536);
+    const uint32_t windows = 6;
+    const gpulz::PlaneMap map{uint32_t(rng() % 65536), sign_magnitude};
     std::vector<uint16_t> all(32 * (windows + G));  // windows -G .. windows - 1
-    for (auto& v : all) v = uint16_t(ref + rng() % spread - spread / 2);
+    for (auto& v : all) {
+      const int32_t delta = int32_t(rng() % spread) - int32_t(spread / 2);
+      v = sign_magnitude ? uint16_t((delta < 0 ? 0x8000u : 0u) | uint32_t(std::abs(delta) & 0x7fff))
+                         : uint16_t(map.ref + uint32_t(delta));
+    }
     for (uint32_t w = 0; w < windows; ++w) {
       uint32_t planes[G + 1][gpulz::symbol_planes] = {}, active = 0;
       for (int k = 0; k <= G; ++k) {
         for (uint32_t t = 0; t < 32; ++t) {
-          const uint32_t z = gpulz::plane_symbol(all[32 * (w + G - k) + t], ref);
+          const uint32_t z = map(all[32 * (w + G - k) + t]);
           active |= z;
           for (int b = 0; b < gpulz::symbol_planes; ++b) planes[k][b] |= (z >> b & 1u) << t;
         }
+      }
+      if (spread <= 40) {  // the map keeps them small
+        ASSERT_LE(__builtin_popcount(active), 7) << "spread " << spread;
       }
       const auto plane_of = [&](int k, int b) { return planes[k][b]; };
       for (uint32_t lane = 0; lane < 32; ++lane) {
         const uint32_t i = 32 * (w + G) + lane;
         uint32_t e[G];
-        gpulz::plane_equalities<G>(plane_of, active, lane, gpulz::plane_symbol(all[i], ref), e);
+        gpulz::plane_equalities<G>(plane_of, active, lane, map(all[i]), e);
         for (uint32_t d = 1; d <= 32 * G; ++d)
           ASSERT_EQ((e[(d - 1) / 32] >> ((d - 1) % 32)) & 1u, uint32_t(all[i] == all[i - d]))
               << "G " << G << " spread " << spread << " window " << w << " lane " << lane << " distance " << d;
@@ -180,44 +189,57 @@ void expect_plane_equalities_as_defined(std::mt19937_64& rng) {
 
 TEST(Gpulz, PlaneEqualitiesAnswerAsTheDefinition) {
   std::mt19937_64 rng(29);
-  expect_plane_equalities_as_defined<1>(rng);
-  expect_plane_equalities_as_defined<2>(rng);
-  std::vector<uint8_t> seen(65536);
-  for (uint32_t x = 0; x < 65536; ++x) {  // a bijection: every value once, near ref low
-    const uint32_t z = gpulz::plane_symbol(x, 1000);
-    ASSERT_LT(z, 65536u);
-    ASSERT_EQ(seen[z]++, 0) << x;
+  for (const bool sign_magnitude : {false, true}) {
+    expect_plane_equalities_as_defined<1>(rng, sign_magnitude);
+    expect_plane_equalities_as_defined<2>(rng, sign_magnitude);
   }
-  EXPECT_EQ(gpulz::plane_symbol(1000, 1000), 0u);
+  for (const gpulz::PlaneMap map : {gpulz::PlaneMap{1000, false}, gpulz::PlaneMap{1000, true}}) {
+    std::vector<uint8_t> seen(65536);
+    for (uint32_t x = 0; x < 65536; ++x) {  // a bijection: every value once
+      const uint32_t z = map(x);
+      ASSERT_LT(z, 65536u);
+      ASSERT_EQ(seen[z]++, 0) << x;
+    }
+  }
+  EXPECT_EQ(gpulz::plane_symbol(1000, 1000), 0u);  // near ref low
   EXPECT_EQ(gpulz::plane_symbol(999, 1000), 1u);
   EXPECT_EQ(gpulz::plane_symbol(1001, 1000), 2u);
+  EXPECT_EQ(gpulz::plane_symbol_sign_magnitude(0), 0u);  // +-m low
+  EXPECT_EQ(gpulz::plane_symbol_sign_magnitude(3), 6u);
+  EXPECT_EQ(gpulz::plane_symbol_sign_magnitude(0x8003), 7u);
 }
 
 // Codes near a centre with no outliers (many symbols a window, few bit planes: the GPU probe's
-// plane path), with stretches of outliers (chunks that change path from window to window) and
-// an odd length: every width of window around the planes' limit, both chunk sizes, fixed and
-// automatic symbols round trip and shrink the codes (the GPU writing the CPU's bytes
-// where a device is present).
+// plane path), offset from 32768 or sign-magnitude near 0 (fzg's Lorenzo: the other plane
+// map), with stretches of outliers (chunks that change path from window to window) and an odd
+// length: every width of window around the planes' limit, both chunk sizes, fixed and
+// automatic symbols round trip and shrink the codes (the GPU writing the CPU's bytes where a
+// device is present).
 TEST(Gpulz, CodesNearACentreRoundTripThroughEveryProbePath) {
-  std::mt19937_64 rng(31);
-  std::vector<uint16_t> values(40000);
-  for (size_t i = 0; i < values.size();) {
-    if (i >= 30 && rng() % 8 == 0) {  // 6 codes seen 1 to 30 back: matches inside every window
-      const size_t from = i - 1 - rng() % 30;
-      for (size_t k = 0; k < 6 && i < values.size(); ++k, ++i) values[i] = values[from + k];
-      continue;
+  for (const bool sign_magnitude : {false, true}) {
+    std::mt19937_64 rng(31);
+    std::vector<uint16_t> values(40000);
+    for (size_t i = 0; i < values.size();) {
+      if (i >= 30 && rng() % 8 == 0) {  // 6 codes seen 1 to 30 back: matches inside every window
+        const size_t from = i - 1 - rng() % 30;
+        for (size_t k = 0; k < 6 && i < values.size(); ++k, ++i) values[i] = values[from + k];
+        continue;
+      }
+      const int delta = int(rng() % 41) - 20;
+      const uint16_t near = sign_magnitude ? uint16_t((delta < 0 ? 0x8000 : 0) | std::abs(delta)) : uint16_t(32768 + delta);
+      values[i] = i % 5000 >= 4700 ? uint16_t(rng()) : near;  // outliers, or near
+      ++i;
     }
-    values[i] = i % 5000 >= 4700 ? uint16_t(rng()) : uint16_t(32768 + int(rng() % 41) - 20);  // outliers, or near
-    ++i;
+    std::vector<uint8_t> codes(2 * values.size() + 1);
+    std::memcpy(codes.data(), values.data(), 2 * values.size());
+    codes.back() = 0x33;
+    for (const uint32_t window : {32u, 33u, 64u})
+      for (const uint32_t chunk : {256u, 2048u})
+        for (const uint32_t symbol : {2u, 0u})
+          EXPECT_LT(round_trip(params(chunk, window, symbol), codes).size(), codes.size())
+              << "sign-magnitude " << sign_magnitude << " window " << window << " chunk " << chunk << " symbol "
+              << symbol;
   }
-  std::vector<uint8_t> codes(2 * values.size() + 1);
-  std::memcpy(codes.data(), values.data(), 2 * values.size());
-  codes.back() = 0x33;
-  for (const uint32_t window : {32u, 33u, 64u})
-    for (const uint32_t chunk : {256u, 2048u})
-      for (const uint32_t symbol : {2u, 0u})
-        EXPECT_LT(round_trip(params(chunk, window, symbol), codes).size(), codes.size())
-            << "window " << window << " chunk " << chunk << " symbol " << symbol;
 }
 
 TEST(Gpulz, AutoSymbolIsNeverWorseThanAFixedOne) {

@@ -4,8 +4,9 @@
 // Probe. Lane p holds position i = s + p of a window of 32 and, as G words of bits, E(i): bit
 // d - 1 set where x[i] == x[i - d] (d <= window, d <= i), from __match_any_sync where the window
 // holds few symbols and otherwise from the symbols' bit planes (2-byte symbols, windows up to
-// 64, where the symbols near the chunk's first use few planes), two distances a 4-byte word
-// (other 2-byte symbols) or a distance at a time (`equalities`). A match of length L at d
+// 64, where the chunk's symbols, as offsets from its first or as sign-magnitude codes, use few
+// planes), two distances a 4-byte word (other 2-byte symbols) or a distance at a time
+// (`equalities`). A match of length L at d
 // from i is L positions with bit d - 1 set, so with A1 = E and A2k(i) = Ak(i) & Ak(i + k) the
 // distances that match at least 16 are A16(i), and the longest L below 16 follows by binary
 // lifting (L += k where some distance left also matches k more from i + L: A8, A4, A2, A1 at
@@ -177,16 +178,17 @@ __device__ __forceinline__ void equalities_matched(const Sym* x, uint32_t s, uin
 template <int G>
 struct PlaneSymbols {
   uint32_t z[G + 1], any[G + 1];
-  uint32_t ref, m, active;
+  PlaneMap map;
+  uint32_t m, active;
 
   // Window k's symbols into slot `slot` (k >= -G). Positions before the chunk or past its end
-  // take the reference's plane symbol, 0: they are no lane's own, and the distances that reach
-  // them are cleared (keep_distances), so what shared memory holds there (the previous chunk's
-  // bytes) does not add planes.
+  // take plane symbol 0: they are no lane's own, and the distances that reach them are cleared
+  // (keep_distances), so what shared memory holds there (the previous chunk's bytes) does not
+  // add planes.
   template <int slot>
   __device__ __forceinline__ void take(const uint16_t* x, int32_t k, uint32_t lane) {
     const int32_t at = 32 * k + int32_t(lane);
-    z[slot] = at >= 0 && uint32_t(at) < m ? plane_symbol(x[at], ref) : 0u;
+    z[slot] = at >= 0 && uint32_t(at) < m ? map(x[at]) : 0u;
     any[slot] = __reduce_or_sync(all_lanes, z[slot]);
   }
   __device__ __forceinline__ void gather() {
@@ -199,10 +201,19 @@ struct PlaneSymbols {
                                            uint32_t lane) {
     (take<k>(x, window - k, lane), ...);
   }
-  // Windows `window` .. window - G of a chunk of m symbols; the reference is the chunk's first
-  // symbol (any would do).
+  // Windows `window` .. window - G of a chunk of m symbols. The map is the chunk's: the one
+  // under which its symbols need fewer planes in all (a sum of each symbol's width, which an
+  // outlier moves by at most 16, where an OR would take every plane for it); the reference of
+  // the offset map is the chunk's first symbol (any would do).
   __device__ __forceinline__ void start(const uint16_t* x, uint32_t symbols, int32_t window, uint32_t lane) {
-    ref = x[0], m = symbols;
+    m = symbols;
+    map.ref = x[0];
+    uint32_t offset_width = 0, sign_width = 0;
+    for (uint32_t i = lane; i < m; i += 32) {
+      offset_width += 32 - __clz(plane_symbol(x[i], map.ref));
+      sign_width += 32 - __clz(plane_symbol_sign_magnitude(x[i]));
+    }
+    map.sign_magnitude = __reduce_add_sync(all_lanes, sign_width) < __reduce_add_sync(all_lanes, offset_width);
     take_all(std::make_integer_sequence<int, G + 1>{}, x, window, lane);
     gather();
   }

@@ -1,9 +1,10 @@
 // GPULZ's equality bits of 2-byte symbols from bit planes: the GPU's probe (gpulz.cu) takes a
 // plane of a window of 32 symbols with one ballot, and a lane's 32 distances of a plane with a
 // funnel shift and a bitwise op, where a distance at a time costs a load, a compare and a
-// select. The symbols are first mapped to their zigzagged difference from a reference (a
-// bijection of 16-bit values: equal symbols stay equal, unequal ones unequal), so that codes
-// near the reference, as a predictor's are, use only the low planes and the others are skipped.
+// select. The symbols are first mapped by a bijection of 16-bit values (equal symbols stay
+// equal, unequal ones unequal) under which a predictor's codes use only the low planes, and the
+// others are skipped: offset codes by their zigzagged difference from a reference,
+// sign-magnitude ones by moving the sign to bit 0.
 // The arithmetic is written here once, plainly enough to be checked on the host.
 #pragma once
 #include <cstdint>
@@ -14,11 +15,28 @@ namespace fzg::gpulz {
 
 constexpr int symbol_planes = 16;
 
-// The zigzagged 16-bit difference of x from ref: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ...
+// The zigzagged 16-bit difference of x from ref: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ... (codes
+// offset from a centre, as cuSZ's radius writes them).
 FZG_HOST_DEVICE constexpr uint32_t plane_symbol(uint32_t x, uint32_t ref) {
   const uint32_t d = (x - ref) & 0xffffu;
   return ((d << 1) ^ (d & 0x8000u ? 0xffffu : 0u)) & 0xffffu;
 }
+
+// Sign-magnitude codes (bit 15 the sign, as fzg's Lorenzo writes them: +-m is m or 0x8000 | m)
+// with the sign moved to bit 0, a rotation: +-m -> 2 m, 2 m + 1. The zigzagged difference
+// would give every code of the other sign than the reference all 16 planes.
+FZG_HOST_DEVICE constexpr uint32_t plane_symbol_sign_magnitude(uint32_t x) {
+  return ((x << 1) | (x >> 15 & 1u)) & 0xffffu;
+}
+
+// The map a chunk's probe uses: the one whose symbols use fewer planes (a bijection either way).
+struct PlaneMap {
+  uint32_t ref = 0;
+  bool sign_magnitude = false;
+  FZG_HOST_DEVICE constexpr uint32_t operator()(uint32_t x) const {
+    return sign_magnitude ? plane_symbol_sign_magnitude(x) : plane_symbol(x, ref);
+  }
+};
 
 // Bits shift .. 31 of lo, then bits 0 .. shift - 1 of hi (shift < 32).
 FZG_HOST_DEVICE uint32_t funnel_right(uint32_t lo, uint32_t hi, uint32_t shift) {
