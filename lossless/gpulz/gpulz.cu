@@ -437,10 +437,12 @@ struct DeviceCoder {
     uint32_t e = 0, tokens = 0, token_bytes = 0, open = 0, starts = 0, matches = 0, longs = 0;
     bool fits = true;
     // The open window is done; the windows up to `to` start where the walk is (those before it
-    // hold no start: a match spans them).
+    // hold no start: a match spans them), a lane each.
+    static_assert(probe_cap + max_extra < 32 * 31, "a match spans fewer than 32 windows");
     auto close_window = [&](uint32_t to) {
       if (lane == 0) walk.starts[open] = starts, walk.matches[open] = matches, walk.longs[open] = longs;
-      for (uint32_t v = open + 1 + lane; v <= to; v += 32) {
+      const uint32_t v = open + 1 + lane;
+      if (v <= to) {
         walk.token_base[v] = tokens, walk.byte_base[v] = token_bytes;
         if (v < to) walk.starts[v] = walk.matches[v] = walk.longs[v] = 0;
       }
