@@ -14,10 +14,9 @@
 // nearest on a tie) without following every distance's run. The warp takes the windows from
 // the last, keeping the next window's E and A2-A8 for the positions up to 15 ahead.
 // Parse. The warp walks the chunk a window at a time: from the window's first token start e,
-// every lane's next start (one symbol on, a match's length on, or "leaves the window") is
-// doubled by shuffles four times, and the starts reachable from e follow from 16, 8, 4, 2 and
-// 1 steps of them (an OR across the warp each). A match of 16 (probe_cap) ends the walk in the
-// window; its extension is found 32 symbols at a time. The walk gives each window its starts,
+// every lane's next start (one symbol on, a match's length on, or "leaves the window") and the
+// starts it reaches are doubled by shuffles five times (pointer jumping), and e's lane holds
+// the window's starts. A match of 16 (probe_cap) ends the walk in the window; its extension is found 32 symbols at a time. The walk gives each window its starts,
 // matches and first token's place, so the tokens and flag bits are then written a window at a
 // time. A chunk whose tokens outgrow it stops the walk (stored raw).
 // Decode: a warp per chunk, 32 tokens at a time: a ballot over the flags and a scan of the
@@ -302,17 +301,15 @@ __device__ __forceinline__ uint32_t longest(const Runs<G>& r, const Runs<G>& nex
 #pragma unroll
     for (int g = 0; g < G; ++g) mask[g] = all_lanes;
   }
-  // Binary lifting below 16: every lane takes part in the shuffles.
-#pragma unroll
-  for (int step = 3; step >= 0; --step) {
-    const uint32_t k = 1u << step;
+  // Binary lifting below 16 (a lane at probe_cap keeps its mask); every lane takes part in the
+  // shuffles. A step of k takes A_k at i + len: len is 0 for the step of 8 (no shuffle), 0 or 8
+  // for the step of 4 (one shared shift: one shuffle a word), any below 16 after.
+  const auto lift = [&](const uint32_t (&at)[G], uint32_t k) {
     uint32_t t[G];
     bool any = false;
 #pragma unroll
     for (int g = 0; g < G; ++g) {
-      const uint32_t cur = step == 3 ? r.a8[g] : step == 2 ? r.a4[g] : step == 1 ? r.a2[g] : r.e[g];
-      const uint32_t nxt = step == 3 ? next.a8[g] : step == 2 ? next.a4[g] : step == 1 ? next.a2[g] : next.e[g];
-      t[g] = mask[g] & ahead(cur, nxt, lane, len & 15u);
+      t[g] = mask[g] & at[g];
       any |= t[g] != 0;
     }
     if (any && len < probe_cap) {
@@ -320,7 +317,21 @@ __device__ __forceinline__ uint32_t longest(const Runs<G>& r, const Runs<G>& nex
       for (int g = 0; g < G; ++g) mask[g] = t[g];
       len += k;
     }
+  };
+  lift(r.a8, 8);
+  uint32_t at[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    const uint32_t eight_on = ahead_by(r.a4[g], next.a4[g], lane, 8);
+    at[g] = len == 8 ? eight_on : r.a4[g];
   }
+  lift(at, 4);
+#pragma unroll
+  for (int g = 0; g < G; ++g) at[g] = ahead(r.a2[g], next.a2[g], lane, len & 15u);
+  lift(at, 2);
+#pragma unroll
+  for (int g = 0; g < G; ++g) at[g] = ahead(r.e[g], next.e[g], lane, len & 15u);
+  lift(at, 1);
   if (len < min_match) return 0;
   uint32_t d = 0;
 #pragma unroll
@@ -413,18 +424,24 @@ struct DeviceCoder {
   template <typename Sym>
   __device__ void probe_windows(const Sym* x, uint32_t m, uint32_t min_match, uint16_t* probes) const {
     const uint32_t lane = threadIdx.x % 32;
-    Runs<G> next, cur;
-    clear(next);
     PlanesFor<Sym, G> planes;
     const uint32_t windows = (m + 31) / 32;
     if (windows) planes.start(x, m, int32_t(windows) - 1, lane);
-    for (uint32_t w = windows; w-- > 0;) {
+    const auto window = [&](uint32_t w, const Runs<G>& next, Runs<G>& cur) {
       runs_of(x, 32 * w, m, p.window, next, planes, lane, cur);
       const uint32_t probe = longest(cur, next, lane, min_match);
       if (32 * w + lane < m) probes[32 * w + lane] = uint16_t(probe);
-      next = cur;
       if (w) planes.advance(x, int32_t(w) - 1, lane);
+    };
+    // Two windows a turn, the runs' registers swapping roles (no copy of the 4 G words).
+    Runs<G> a, b;
+    clear(a);
+    uint32_t w = windows;
+    for (; w >= 2; w -= 2) {
+      window(w - 1, a, b);
+      window(w - 2, b, a);
     }
+    if (w) window(0, a, b);
   }
 
   // Warp 0: the tokens' starts, window by window (the walk in the file comment); *result: the
@@ -459,17 +476,19 @@ struct DeviceCoder {
       const bool extends = match && len_here == probe_cap;
       const uint32_t len = match ? len_here : 1u;
       // The next start: a lane of this window, 32 (past it) or 33 (a match to extend, or past the chunk).
-      uint32_t jump[5];
-      jump[0] = i >= m || extends ? 33u : lane + len < 32 && i + len < m ? lane + len : 32u;
+      uint32_t next = i >= m || extends ? 33u : lane + len < 32 && i + len < m ? lane + len : 32u;
+      // Every lane's path (the starts its tokens reach in the window) by pointer doubling: after
+      // round r, `path` holds the starts up to 2^(r+1) tokens on and `next` the one 2^(r+1) on.
+      // The rounds' shuffles are independent of one another's latency within a round, where an
+      // OR across the warp for each doubling from e's start alone waited for the one before.
+      uint32_t path = 1u << lane | (next < 32 ? 1u << next : 0u);
 #pragma unroll
-      for (int k = 1; k < 5; ++k) {
-        const uint32_t far = __shfl_sync(all_lanes, jump[k - 1], jump[k - 1] & 31u);
-        jump[k] = jump[k - 1] < 32 ? far : jump[k - 1];
+      for (int r = 0; r < 5; ++r) {
+        const uint32_t far_path = __shfl_sync(all_lanes, path, next & 31u);
+        const uint32_t far_next = __shfl_sync(all_lanes, next, next & 31u);
+        if (next < 32) path |= far_path, next = far_next;
       }
-      uint32_t set = 1u << (e - s);
-#pragma unroll
-      for (int k = 4; k >= 0; --k)
-        set |= __reduce_or_sync(all_lanes, (set >> lane & 1u) && jump[k] < 32 ? 1u << jump[k] : 0u);
+      const uint32_t set = __shfl_sync(all_lanes, path, e - s);
       const uint32_t new_matches = __ballot_sync(all_lanes, (set >> lane & 1u) && match);
       starts |= set, matches |= new_matches;
       tokens += __popc(set);
