@@ -68,18 +68,20 @@ uint64_t total_size(const std::vector<Buffer>& buffers) {
   return total;
 }
 
-// Stage times summed over the chunks, one entry per step (synchronizes per step when asked).
+// Stage times summed over the chunks, one entry per step (synchronizes per step when asked),
+// each name behind `label` (the exact pass's steps: apart from the lossy pass's same stages).
 class StepTimes {
  public:
-  StepTimes(std::vector<StageTime>* times, Device device, cudaStream_t stream)
-      : times_(times), timer_(device, stream) {}
+  StepTimes(std::vector<StageTime>* times, Device device, cudaStream_t stream, std::string label = "")
+      : times_(times), timer_(device, stream), label_(std::move(label)) {}
   void start() {
     if (times_) timer_.start();
   }
   bool active() const { return times_ != nullptr; }
-  void stop(const std::string& name) {
+  void stop(const std::string& step) {
     if (!times_) return;
     const double ms = timer_.stop_ms();
+    const std::string name = label_ + step;
     for (auto& t : *times_)
       if (t.stage == name) {
         t.milliseconds += ms;
@@ -91,6 +93,7 @@ class StepTimes {
  private:
   std::vector<StageTime>* times_;
   RegionTimer timer_;
+  std::string label_;
 };
 
 // A file in device memory from device streams: each stream is copied into place by a kernel
@@ -505,7 +508,7 @@ Buffer compress_as_given(const Graph& graph_in, const FieldRef& field, const Com
   base.dtype = field.dtype;
   base.field_dims = field.dims;
   base.dims = field.dims;
-  StepTimes times(options.stage_times, base.device, base.stream);
+  StepTimes times(options.stage_times, base.device, base.stream, exactly ? exact_pass_label : "");
 
   // The field where the plan computes, and its value range when a stage needs it.
   const bool range = needs_value_range(graph);

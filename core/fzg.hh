@@ -30,9 +30,13 @@ struct FieldRef {
 };
 
 struct StageTime {
-  std::string stage;  // "<id> encode", "<id> decode", or a named step such as "value range"
+  // "<id> encode", "<id> decode", or a named step such as "value range"; a compress's second
+  // pass, which codes the field exactly when the lossy file came out under ratio 2, names its
+  // steps behind exact_pass_label ("exact pass: lz encode").
+  std::string stage;
   double milliseconds = 0;
 };
+inline constexpr const char* exact_pass_label = "exact pass: ";
 
 struct CompressOptions {
   ErrorBound bound;

@@ -184,6 +184,36 @@ TEST(RoundTripBound, HopelesslyTightBoundStoresTheFieldExactly) {
   EXPECT_EQ(std::memcmp(out.data.data(), b.data(), b.size()), 0);
 }
 
+// The exact pass's steps are timed apart from the lossy pass's (which ran the same coders on
+// the codes): "exact pass: <id> encode" beside "<id> encode"; a field that codes above ratio 2
+// has no exact pass.
+TEST(RoundTripBound, TheExactPassIsTimedApart) {
+  const Dims d = Dims::make({64, 64, 16});
+  const auto exact_steps = [&](testing::Hazard kind, double bound, std::vector<StageTime>& times) {
+    const Buffer b = testing::host_buffer(testing::make_values<float>(kind, d.count()));
+    CompressOptions options;
+    options.bound = {ErrorMode::abs, bound};
+    options.stage_times = &times;
+    (void)compress(Graph::default_fz(), {b.data(), Location::host, DType::f32, d}, options);
+    int exact = 0;
+    for (const StageTime& t : times) exact += t.stage.rfind(exact_pass_label, 0) == 0;
+    return exact;
+  };
+  const auto has = [](const std::vector<StageTime>& times, const std::string& name) {
+    for (const StageTime& t : times)
+      if (t.stage == name) return true;
+    return false;
+  };
+  std::vector<StageTime> tight, smooth;
+  EXPECT_GT(exact_steps(testing::Hazard::noise, 1e-300, tight), 0);
+  EXPECT_TRUE(has(tight, "predict encode"));
+  EXPECT_TRUE(has(tight, "pack encode"));
+  EXPECT_TRUE(has(tight, std::string(exact_pass_label) + "pack encode"));
+  EXPECT_FALSE(has(tight, std::string(exact_pass_label) + "predict encode"));  // no predictor in the exact pass
+  EXPECT_EQ(exact_steps(testing::Hazard::smooth, 1e-2, smooth), 0);
+  EXPECT_TRUE(has(smooth, "predict encode"));
+}
+
 TEST(RoundTripBound, ConcurrentCallsOnOneGraphGiveTheSequentialResults) {
   testing::expect_concurrent_calls_match_sequential(Device::cpu);
 }
