@@ -226,7 +226,8 @@ TEST(Gpulz, CodesNearACentreRoundTripThroughEveryProbePath) {
         continue;
       }
       const int delta = int(rng() % 41) - 20;
-      const uint16_t near = sign_magnitude ? uint16_t((delta < 0 ? 0x8000 : 0) | std::abs(delta)) : uint16_t(32768 + delta);
+      const uint16_t near =
+          sign_magnitude ? uint16_t((delta < 0 ? 0x8000 : 0) | std::abs(delta)) : uint16_t(32768 + delta);
       values[i] = i % 5000 >= 4700 ? uint16_t(rng()) : near;  // outliers, or near
       ++i;
     }

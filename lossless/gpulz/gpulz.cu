@@ -6,19 +6,20 @@
 // holds few symbols and otherwise from the symbols' bit planes (2-byte symbols, windows up to
 // 64, where the chunk's symbols, as offsets from its first or as sign-magnitude codes, use few
 // planes), two distances a 4-byte word (other 2-byte symbols) or a distance at a time
-// (`equalities`). A match of length L at d
-// from i is L positions with bit d - 1 set, so with A1 = E and A2k(i) = Ak(i) & Ak(i + k) the
-// distances that match at least 16 are A16(i), and the longest L below 16 follows by binary
-// lifting (L += k where some distance left also matches k more from i + L: A8, A4, A2, A1 at
-// i + L); the nearest such distance is the lowest bit left. That is `probe`'s answer (longest,
-// nearest on a tie) without following every distance's run. The warp takes the windows from
-// the last, keeping the next window's E and A2-A8 for the positions up to 15 ahead.
+// (`equalities`). A match of length L at d from i is L positions with bit d - 1 set, so with
+// A1 = E and A2k(i) = Ak(i) & Ak(i + k) the distances that match at least 16 are A16(i), and
+// the longest L below 16 follows by binary lifting (L += k where some distance left also
+// matches k more from i + L: A8, A4, A2, A1 at i + L); the nearest such distance is the lowest
+// bit left. That is `probe`'s answer (longest, nearest on a tie) without following every
+// distance's run. The warp takes the windows from the last, keeping the next window's E and
+// A2-A8 for the positions up to 15 ahead.
 // Parse. The warp walks the chunk a window at a time: from the window's first token start e,
 // every lane's next start (one symbol on, a match's length on, or "leaves the window") and the
 // starts it reaches are doubled by shuffles five times (pointer jumping), and e's lane holds
-// the window's starts. A match of 16 (probe_cap) ends the walk in the window; its extension is found 32 symbols at a time. The walk gives each window its starts,
-// matches and first token's place, so the tokens and flag bits are then written a window at a
-// time. A chunk whose tokens outgrow it stops the walk (stored raw).
+// the window's starts. A match of 16 (probe_cap) ends the walk in the window; its extension is
+// found 32 symbols at a time. The walk gives each window its starts, matches and first token's
+// place, so the tokens and flag bits are then written a window at a time. A chunk whose tokens
+// outgrow it stops the walk (stored raw).
 // Decode: a warp per chunk, 32 tokens at a time: a ballot over the flags and a scan of the
 // token lengths give every token its input and output place at once; then the round's symbols
 // are written 32 at a time, a lane a symbol, each finding its token by the starts before it
@@ -479,8 +480,8 @@ struct DeviceCoder {
       uint32_t next = i >= m || extends ? 33u : lane + len < 32 && i + len < m ? lane + len : 32u;
       // Every lane's path (the starts its tokens reach in the window) by pointer doubling: after
       // round r, `path` holds the starts up to 2^(r+1) tokens on and `next` the one 2^(r+1) on.
-      // The rounds' shuffles are independent of one another's latency within a round, where an
-      // OR across the warp for each doubling from e's start alone waited for the one before.
+      // A round's two shuffles are independent; following e's start alone took five ORs across
+      // the warp, each waiting for the one before.
       uint32_t path = 1u << lane | (next < 32 ? 1u << next : 0u);
 #pragma unroll
       for (int r = 0; r < 5; ++r) {
