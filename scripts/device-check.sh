@@ -20,7 +20,8 @@
 #   bash scripts/device-check.sh          all, in turn
 # Datasets from $FZG_DATASETS or .device-data/, the shared tools from $FZG_TOOLS or
 # .device-tools/ (copies of ../shared). compute-sanitizer (memcheck, racecheck) runs on the GPU
-# tests that reach every kernel; the matrix of the issue (scripts/bench-matrix.sh) prints last.
+# tests that reach every kernel; GPULZ's targets (scripts/bench-gpulz.sh) and the matrix of
+# the issue (scripts/bench-matrix.sh) print last.
 # Logs and JSON go to build-device/out; with $OUT set (the device tool brings it back) they are
 # also packed there as logs.tgz, beside summary.txt.
 set -uo pipefail
@@ -167,7 +168,8 @@ fi
 extreme_rc=$(cat "$out/extreme_rc" 2>/dev/null || echo "not run")
 sanitizer_rc=$(cat "$out/sanitizer_rc" 2>/dev/null || echo "not run")
 
-# Benchmarks: the 100 M turbulent reference case, the real fields, then the matrix.
+# Benchmarks: the 100 M turbulent reference case, the real fields, the fill values, the matrix
+# and GPULZ's targets.
 bench() { "$fzg" bench --device cuda --repeat 20 --warmup 3 --json "$@"; }
 # Untimed: the first benchmark after compute-sanitizer once ran at 60 % of its speed (304 against
 # 510-529 GB/s on a rerun), its own warm-up runs notwithstanding.
@@ -189,6 +191,7 @@ done
   >"$out/eval_turbulent-100M.json" 2>>"$out/bench.err"
 bash scripts/bench-fill.sh "$fzg" "${FZG_TOOLS:-$root/.device-tools}/gen_field.py" configs/fz.json >"$out/fill.txt" 2>>"$out/bench.err"
 bash scripts/bench-matrix.sh "$fzg" "${FZG_TOOLS:-$root/.device-tools}/gen_field.py" >"$out/matrix.txt" 2>>"$out/bench.err"
+bash scripts/bench-gpulz.sh "$fzg" "${FZG_TOOLS:-$root/.device-tools}/gen_field.py" >"$out/gpulz.txt" 2>>"$out/bench.err"
 # The Python package's time per call over the C API's on a 100 M-value cupy array (built here
 # unless -DFZG_PYTHON=OFF; needs cupy), twice: its medians move by a few percent from run to run.
 if [ -d build-device/python/fzg ] && python3 -c "import cupy" 2>/dev/null; then
@@ -254,6 +257,9 @@ PY
 echo; echo "fill values (scripts/bench-fill.sh): 100 M power-law field, ~40 % and ~52 % land, kernel-only GB/s" |
   tee -a "$out/summary.txt"
 tee -a "$out/summary.txt" <"$out/fill.txt"
+echo; echo "GPULZ (scripts/bench-gpulz.sh): configs/gpulz.json on 100 M-value fields, median of 20" |
+  tee -a "$out/summary.txt"
+tee -a "$out/summary.txt" <"$out/gpulz.txt"
 echo; echo "matrix (scripts/bench-matrix.sh): kernel-only GB/s, median of 20" | tee -a "$out/summary.txt"
 tee -a "$out/summary.txt" <"$out/matrix.txt"
 if [ -f "$out/python.txt" ]; then
