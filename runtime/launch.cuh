@@ -24,6 +24,17 @@ inline int multiprocessor_count() {
   return count;
 }
 
+// The most shared memory (static and dynamic) a block may have with the opt-in (227 KiB on sm_90).
+inline uint32_t max_shared_bytes_per_block() {
+  static const uint32_t bytes = [] {
+    int device = 0, limit = 0;
+    FZG_CUDA_CHECK(cudaGetDevice(&device));
+    FZG_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    return uint32_t(limit);
+  }();
+  return bytes;
+}
+
 // Blocks for `work_items` items of which one block takes `items_per_block` at a time.
 inline unsigned grid_for(uint64_t work_items, uint64_t items_per_block, int blocks_per_sm = 16) {
   const uint64_t needed = (work_items + items_per_block - 1) / items_per_block;

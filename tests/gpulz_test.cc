@@ -69,6 +69,14 @@ TEST(Gpulz, EveryChunkWindowAndSymbolRoundTripsAndShrinksCodes) {
       }
 }
 
+// The largest chunk the stage accepts (32 KiB): its GPU decode stages two chunk-sized buffers a
+// warp, so fewer warps a block fit in shared memory than for smaller chunks.
+TEST(Gpulz, TheLargestChunkRoundTrips) {
+  const std::vector<uint8_t> codes = codes_like(3 * 32768 + 777, 17);
+  for (uint32_t symbol : {2u, 0u})
+    EXPECT_LT(round_trip(params(32768, 255, symbol), codes).size(), codes.size()) << "symbol " << symbol;
+}
+
 // The GPU keeps a position's distances as words of 32 bits and finds runs by doubling: windows
 // that fill a word partly, exactly or spill into the next, every min_match, on inputs whose
 // longest matches sit at the probe's cap, past it, across windows of 32 positions and at the

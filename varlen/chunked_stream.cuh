@@ -141,7 +141,7 @@ struct StoredSize {
   __device__ uint64_t operator()(uint64_t k) const { return k < chunks ? table[k] & ~raw_flag : 0; }
 };
 
-constexpr int decode_warps = 4;
+constexpr int decode_warps = 4;  // at most: fewer where a warp's shared memory is large
 
 // Shared memory per decoding warp: the staging (when the coder decodes into it) and the coder's.
 template <typename Coder>
@@ -156,13 +156,13 @@ __global__ void __launch_bounds__(32 * decode_warps) decode_kernel(Coder coder, 
                                                                    uint64_t chunks, uint8_t* __restrict__ output,
                                                                    uint64_t output_bytes, int* bad) {
   extern __shared__ __align__(16) uint8_t shared[];
-  const uint32_t C = coder.chunk_bytes(), lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint32_t C = coder.chunk_bytes(), lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   uint8_t* staging = shared + warp * decode_warp_bytes(coder);
   uint8_t* coder_shared = staging + (Coder::decode_staged ? (C + 15) / 16 * 16 : 0);
   const auto* table = reinterpret_cast<const uint32_t*>(stream);
   const uint8_t* payload = stream + 4 * chunks;
   if (blockIdx.x == 0 && threadIdx.x == 0 && at[chunks] != stream_bytes - 4 * chunks) *bad = 1;
-  for (uint64_t c = blockIdx.x * uint64_t(decode_warps) + warp; c < chunks; c += uint64_t(gridDim.x) * decode_warps) {
+  for (uint64_t c = blockIdx.x * uint64_t(warps) + warp; c < chunks; c += uint64_t(gridDim.x) * warps) {
     const uint32_t entry = table[c], stored = entry & ~raw_flag, n = chunk_size(output_bytes, C, c);
     const bool raw = entry & raw_flag;
     bool ok = (raw ? stored == n : stored >= 1 && stored < n) && at[c] + stored <= stream_bytes - 4 * chunks;
@@ -236,12 +236,27 @@ void decode_cuda(const Coder& coder, const uint8_t* stream_bytes_at, uint64_t st
   FZG_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream));
   varlen::exclusive_scan(detail::StoredSize{reinterpret_cast<const uint32_t*>(stream_bytes_at), K}, K, at, uint64_t(0),
                          varlen::Plus{}, stream);
-  const uint32_t shared = detail::decode_warps * detail::decode_warp_bytes(coder);
+  // As many decoding warps a block as its shared memory allows (a coder staging chunks of 32 KiB
+  // in two buffers a warp fits two warps, not four, in sm_90's 227 KiB); asked of the device
+  // only past the 48 KiB every device gives.
   auto kernel = detail::decode_kernel<Coder>;
-  const unsigned grid = detail::resident_grid_with_shared(kernel, 32 * detail::decode_warps, shared,
-                                                          (K + detail::decode_warps - 1) / detail::decode_warps);
-  kernel<<<grid, 32 * detail::decode_warps, shared, stream>>>(coder, stream_bytes_at, stream_bytes, at, K, output,
-                                                              output_bytes, bad);
+  const uint32_t per_warp = detail::decode_warp_bytes(coder);
+  uint32_t warps = detail::decode_warps;
+  if (uint64_t(warps) * per_warp > 48 * 1024) {
+    cudaFuncAttributes attributes;
+    FZG_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    const uint32_t limit = max_shared_bytes_per_block();
+    const uint32_t room = limit - std::min<uint32_t>(limit, uint32_t(attributes.sharedSizeBytes));
+    warps = std::min<uint32_t>(warps, room / per_warp);
+    if (warps == 0)
+      fail(ErrorCode::unsupported, "chunk of " + std::to_string(C) + " bytes: its decode needs " +
+                                       std::to_string(per_warp) + " bytes of shared memory, more than the device's " +
+                                       std::to_string(room));
+  }
+  const uint32_t shared = warps * per_warp;
+  const unsigned grid = detail::resident_grid_with_shared(kernel, int(32 * warps), shared, (K + warps - 1) / warps);
+  kernel<<<grid, 32 * warps, shared, stream>>>(coder, stream_bytes_at, stream_bytes, at, K, output, output_bytes,
+                                               bad);
   FZG_CUDA_CHECK_LAUNCH();
   require_data(read_back(bad, stream) == 0, "chunked stream");
 }
