@@ -32,6 +32,7 @@
 #include "lossless/gpulz/gpulz_parse.hh"
 #include "lossless/gpulz/pair_equalities.hh"
 #include "lossless/gpulz/plane_equalities.hh"
+#include "runtime/device_words.cuh"
 #include "varlen/chunked_stream.cuh"
 
 namespace fzg::gpulz {
@@ -617,16 +618,11 @@ struct DeviceDecoder {
       bool good = at + (valid ? (is_match ? 2 : S) : 0) <= s.tokens_end;
       uint32_t len = valid ? 1 : 0, d = 0;  // d = 0: a literal
       if (is_match && good) len = in[at] + min_match, d = in[at + 1] + 1u;
-      uint32_t end = len;  // inclusive scan of the lengths: where each token's output ends
-#pragma unroll
-      for (uint32_t k = 1; k < 32; k *= 2) {
-        const uint32_t v = __shfl_up_sync(all_lanes, end, k);
-        if (lane >= k) end += v;
-      }
-      const uint32_t from = o + end - len;  // this token's first output symbol
+      uint32_t round_symbols;
+      const uint32_t from = o + warp_exclusive_sum(len, round_symbols);  // this token's first output symbol
       good = good && (!valid || from + len <= s.symbols) && (!is_match || d <= from);
       if (!__all_sync(all_lanes, good)) return false;
-      const uint32_t round_end = o + __shfl_sync(all_lanes, end, 31);
+      const uint32_t round_end = o + round_symbols;
       uint32_t before = 0;  // the round's tokens that start before the step's first symbol
       for (uint32_t q = o; q < round_end; q += 32) {
         const bool starts_here = valid && from >= q && from - q < 32;
