@@ -447,7 +447,7 @@ struct DeviceCoder {
   }
 
   // Warp 0: the tokens' starts, window by window (the walk in the file comment); *result: the
-  // chunk's size, or capacity + 1 once it outgrows it.
+  // chunk's size, or capacity + 1 once its tokens outgrow it.
   template <typename Sym>
   __device__ void walk_tokens(const Sym* x, uint32_t m, uint32_t min_match, uint32_t capacity, uint32_t tail,
                               uint16_t* probes, const Walk& walk, uint32_t* result) const {
@@ -515,9 +515,7 @@ struct DeviceCoder {
         longs |= 1u << last;
         e = at + total;
       }
-      // The chunk's size so far (flags and tail included) only grows: past the capacity it is
-      // stored raw, and the walk stops ~6 % of a chunk of literals earlier than on the tokens alone.
-      if (header_bytes + token_bytes + (tokens + 7) / 8 + tail > capacity) {
+      if (header_bytes + token_bytes > capacity) {
         fits = false;
         break;
       }
