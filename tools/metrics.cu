@@ -107,10 +107,7 @@ TileShape choose_tile(const WindowGrid& g, size_t value_bytes) {
     else if (ty > 1) ty /= 2;
     else tx /= 2;
   }
-  int device = 0, shared_limit = 0;
-  FZG_CUDA_CHECK(cudaGetDevice(&device));
-  FZG_CUDA_CHECK(cudaDeviceGetAttribute(&shared_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (tile_bytes(g, tx, ty, tz, value_bytes) > double(shared_limit))
+  if (tile_bytes(g, tx, ty, tz, value_bytes) > double(max_shared_bytes_per_block()))
     fail(ErrorCode::unsupported, "SSIM on the GPU: a window of " + std::to_string(g.wx) + "x" + std::to_string(g.wy) +
                                      "x" + std::to_string(g.wz) + " points moved by " + std::to_string(g.shift) +
                                      " does not fit in shared memory");
