@@ -16,7 +16,8 @@
 // Parse. The warp walks the chunk a window at a time: from the window's first token start e,
 // every lane's next start (one symbol on, a match's length on, or "leaves the window") and the
 // starts it reaches are doubled by shuffles five times (pointer jumping), and e's lane holds
-// the window's starts. A match of 16 (probe_cap) ends the walk in the window; its extension is
+// the window's starts; where at most one lane from e on starts a match (most windows of codes
+// that do not compress), the starts are the literals around it, without the doubling. A match of 16 (probe_cap) ends the walk in the window; its extension is
 // found 32 symbols at a time. The walk gives each window its starts, matches and first token's
 // place, so the tokens and flag bits are then written a window at a time. A chunk whose tokens
 // outgrow it stops the walk (stored raw).
@@ -41,6 +42,9 @@ namespace {
 
 constexpr uint32_t all_lanes = 0xffffffffu;
 constexpr uint32_t few_symbols = 4;  // in a window, for equalities_matched (its cost model)
+// Lanes from the walk's start in a window that start a match, at most, for starts_by_matches: on
+// an H200 1 and 3 measured alike, 0 no better (GPULZ's encode of p100's codes at rel 1e-4).
+constexpr uint32_t few_matches = 1;
 
 __host__ __device__ constexpr uint32_t align16(uint32_t n) { return (n + 15) / 16 * 16; }
 
@@ -477,20 +481,10 @@ struct DeviceCoder {
       const bool match = len_here >= min_match && !(len_here < probe_cap && len_next > len_here);
       const bool extends = match && len_here == probe_cap;
       const uint32_t len = match ? len_here : 1u;
-      // The next start: a lane of this window, 32 (past it) or 33 (a match to extend, or past the chunk).
-      uint32_t next = i >= m || extends ? 33u : lane + len < 32 && i + len < m ? lane + len : 32u;
-      // Every lane's path (the starts its tokens reach in the window) by pointer doubling: after
-      // round r, `path` holds the starts up to 2^(r+1) tokens on and `next` the one 2^(r+1) on.
-      // A round's two shuffles are independent; following e's start alone took five ORs across
-      // the warp, each waiting for the one before.
-      uint32_t path = 1u << lane | (next < 32 ? 1u << next : 0u);
-#pragma unroll
-      for (int r = 0; r < 5; ++r) {
-        const uint32_t far_path = __shfl_sync(all_lanes, path, next & 31u);
-        const uint32_t far_next = __shfl_sync(all_lanes, next, next & 31u);
-        if (next < 32) path |= far_path, next = far_next;
-      }
-      const uint32_t set = __shfl_sync(all_lanes, path, e - s);
+      const uint32_t from = e - s, matchers = __ballot_sync(all_lanes, match);
+      const uint32_t set = __popc(matchers >> from) <= few_matches
+                               ? starts_by_matches(from, matchers, __ballot_sync(all_lanes, extends), len, m - s)
+                               : starts_by_doubling(from, lane, i, m, len, extends);
       const uint32_t new_matches = __ballot_sync(all_lanes, (set >> lane & 1u) && match);
       starts |= set, matches |= new_matches;
       tokens += __popc(set);
@@ -523,6 +517,47 @@ struct DeviceCoder {
     if (fits) close_window(windows);  // the totals at index `windows`
     const uint32_t size = header_bytes + token_bytes + (tokens + 7) / 8 + tail;
     if (lane == 0) *result = fits && size <= capacity ? size : capacity + 1;
+  }
+
+  // The window's token starts from lane `from` where few lanes start a match: the literals up to
+  // each match the walk takes, then the match (`len` its length, by shuffle), until the window,
+  // the chunk (`inside` lanes of the window) or a match to extend ends them. On a window of
+  // literals (a chunk that does not compress) that is a ballot and a shift, where the doubling
+  // takes five rounds of two shuffles; the two give the same starts.
+  __device__ __forceinline__ static uint32_t starts_by_matches(uint32_t from, uint32_t matchers, uint32_t extenders,
+                                                               uint32_t len, uint32_t inside) {
+    const uint32_t valid = inside >= 32 ? all_lanes : (1u << inside) - 1u;
+    uint32_t set = 0;
+    for (uint32_t at = from; at < 32;) {  // uniform across the warp
+      const uint32_t ahead = matchers & (all_lanes << at);
+      if (!ahead) {
+        set |= (all_lanes << at) & valid;
+        break;
+      }
+      const uint32_t p = __ffs(ahead) - 1u;
+      set |= ((1u << p) - (1u << at)) | 1u << p;  // the literals at .. p - 1, the match at p
+      if (extenders >> p & 1u) break;
+      at = p + __shfl_sync(all_lanes, len, p);
+    }
+    return set;
+  }
+
+  // The same for any window: every lane's path (the starts its tokens reach in the window) by
+  // pointer doubling: after round r, `path` holds the starts up to 2^(r+1) tokens on and `next`
+  // the one 2^(r+1) on. A round's two shuffles are independent; following the start at `from`
+  // alone took five ORs across the warp, each waiting for the one before.
+  __device__ __forceinline__ static uint32_t starts_by_doubling(uint32_t from, uint32_t lane, uint32_t i, uint32_t m,
+                                                                uint32_t len, bool extends) {
+    // The next start: a lane of this window, 32 (past it) or 33 (a match to extend, or past the chunk).
+    uint32_t next = i >= m || extends ? 33u : lane + len < 32 && i + len < m ? lane + len : 32u;
+    uint32_t path = 1u << lane | (next < 32 ? 1u << next : 0u);
+#pragma unroll
+    for (int r = 0; r < 5; ++r) {
+      const uint32_t far_path = __shfl_sync(all_lanes, path, next & 31u);
+      const uint32_t far_next = __shfl_sync(all_lanes, next, next & 31u);
+      if (next < 32) path |= far_path, next = far_next;
+    }
+    return __shfl_sync(all_lanes, path, from);
   }
 
   // A window at a time: its tokens' bytes at their places, their flag bits ORed into `flags` (a
