@@ -161,12 +161,13 @@ TEST(Gpulz, PairEqualitiesAnswerAsTheDefinition) {
 // for symbols the map makes small (few planes active) and anywhere (all of them).
 template <int G>
 void expect_plane_equalities_as_defined(std::mt19937_64& rng, bool sign_magnitude) {
-  for (const uint32_t spread : {1u, 3u, 40u, 65536u}) {
+  // A step of 16 leaves planes unused between used ones (the sign-magnitude map's 0 and 5 on).
+  for (const auto& [spread, step] : {std::pair{1u, 1u}, {3u, 1u}, {40u, 1u}, {65536u, 1u}, {40u, 16u}, {600u, 16u}}) {
     const uint32_t windows = 6;
     const gpulz::PlaneMap map{uint32_t(rng() % 65536), sign_magnitude};
     std::vector<uint16_t> all(32 * (windows + G));  // windows -G .. windows - 1
     for (auto& v : all) {
-      const int32_t delta = int32_t(rng() % spread) - int32_t(spread / 2);
+      const int32_t delta = (int32_t(rng() % spread) - int32_t(spread / 2)) * int32_t(step);
       v = sign_magnitude ? uint16_t((delta < 0 ? 0x8000u : 0u) | uint32_t(std::abs(delta) & 0x7fff))
                          : uint16_t(map.ref + uint32_t(delta));
     }
@@ -179,10 +180,15 @@ void expect_plane_equalities_as_defined(std::mt19937_64& rng, bool sign_magnitud
           for (int b = 0; b < gpulz::symbol_planes; ++b) planes[k][b] |= (z >> b & 1u) << t;
         }
       }
-      if (spread <= 40) {  // the map keeps them small
+      if (spread <= 40 && step == 1) {  // the map keeps them small
         ASSERT_LE(__builtin_popcount(active), 7) << "spread " << spread;
       }
-      const auto plane_of = [&](int k, int b) { return planes[k][b]; };
+      const auto plane_of = [&](int k, uint32_t bit) {
+        EXPECT_EQ(__builtin_popcount(bit), 1);
+        EXPECT_LE(bit, active) << "a plane above the highest active one";
+        EXPECT_GE(bit, active & (0u - active)) << "a plane below the lowest active one";
+        return planes[k][__builtin_ctz(bit)];
+      };
       for (uint32_t lane = 0; lane < 32; ++lane) {
         const uint32_t i = 32 * (w + G) + lane;
         uint32_t e[G];

@@ -229,12 +229,14 @@ struct PlaneSymbols {
     take<G>(x, window - G, lane);
     gather();
   }
-  // ~17 SASS instructions a plane (G = 2; three ballots) against ~280 for the pairs from shared
-  // memory (pair_equalities): a conservative cutoff on the planes the G + 1 windows' zigzagged
-  // differences use.
-  __device__ __forceinline__ bool few_planes() const { return __popc(active) <= 12; }
+  // Under 20 SASS instructions a plane (G = 2; three ballots) against ~280 for the pairs from shared
+  // memory (pair_equalities): a conservative cutoff on the planes plane_equalities takes (from
+  // the highest to the lowest the G + 1 windows' mapped symbols use).
+  __device__ __forceinline__ bool few_planes() const {
+    return !active || 32 - __clz(active) - (__ffs(active) - 1) <= 12;
+  }
   __device__ __forceinline__ void equalities(uint32_t lane, uint32_t (&e)[G]) const {
-    const auto plane_of = [&](int k, int b) { return __ballot_sync(all_lanes, z[k] >> b & 1u); };
+    const auto plane_of = [&](int k, uint32_t bit) { return __ballot_sync(all_lanes, (z[k] & bit) != 0); };
     plane_equalities<G>(plane_of, active, lane, z[0], e);
   }
 };

@@ -67,28 +67,32 @@ FZG_HOST_DEVICE uint32_t reverse_bits(uint32_t v) {
 }
 
 // E(i) for i = 32 w + lane whose plane symbol is `own`: bit d - 1 of e[d / 32] (d counted from
-// 0 there) set where the symbols at i and i - d are equal, 1 <= d <= 32 G. plane_of(k, b) is
-// plane b of window w - k (k = 0 .. G; bit t: position 32 (w - k) + t); a plane whose bit is
-// clear in `active` is zero in all those windows and is not asked for. Group g's distances
-// 32 g + 1 .. 32 g + 32 are the positions i - 32 g - 32 .. i - 32 g - 1, which windows w - g - 1
-// and w - g hold from bit `lane` on: a funnel shift gives them in position order, a plane at a
-// time, where a bit equal to the own symbol's keeps them; one bit reversal puts them in
-// distance order.
+// 0 there) set where the symbols at i and i - d are equal, 1 <= d <= 32 G. plane_of(k, bit) is
+// the plane of `bit` (a single bit) of window w - k (k = 0 .. G; bit t: position 32 (w - k) + t);
+// only planes from the highest to the lowest set in `active` are asked for, and a plane whose bit
+// is clear there must be zero in all those windows and in `own`. Group g's distances 32 g + 1
+// .. 32 g + 32 are the positions i - 32 g - 32 .. i - 32 g - 1, which windows w - g - 1 and w - g
+// hold from bit `lane` on: a funnel shift gives them in position order, a plane at a time, where
+// a bit equal to the own symbol's keeps them; one bit reversal puts them in distance order.
+// Every plane between the highest and the lowest active one is taken: one that no symbol uses
+// keeps every distance, and a predictor's codes use the low planes without gaps, so a step of
+// one bit costs less than finding the next active plane (a find, a shift and a clear each).
 template <int G, typename PlaneOf>
 FZG_HOST_DEVICE void plane_equalities(PlaneOf plane_of, uint32_t active, uint32_t lane, uint32_t own,
                                       uint32_t (&e)[G]) {
   uint32_t keep[G];
   FZG_UNROLL
   for (int g = 0; g < G; ++g) keep[g] = ~0u;
-  for (uint32_t rest = active; rest;) {  // the active planes, highest first (uniform across the warp)
-    const int b = highest_bit(rest);
-    rest ^= 1u << b;
-    uint32_t plane[G + 1];
-    FZG_UNROLL
-    for (int k = 0; k <= G; ++k) plane[k] = plane_of(k, b);
-    const uint32_t mine = 0u - (own >> b & 1u);  // all ones where own's bit b is set
-    FZG_UNROLL
-    for (int g = 0; g < G; ++g) keep[g] &= ~(funnel_right(plane[g + 1], plane[g], lane) ^ mine);
+  if (active) {  // uniform across the warp
+    const uint32_t lowest = active & (0u - active);
+    for (uint32_t bit = 1u << highest_bit(active); bit >= lowest; bit >>= 1) {
+      uint32_t plane[G + 1];
+      FZG_UNROLL
+      for (int k = 0; k <= G; ++k) plane[k] = plane_of(k, bit);
+      const uint32_t mine = own & bit ? ~0u : 0u;
+      FZG_UNROLL
+      for (int g = 0; g < G; ++g) keep[g] &= ~(funnel_right(plane[g + 1], plane[g], lane) ^ mine);
+    }
   }
   FZG_UNROLL
   for (int g = 0; g < G; ++g) e[g] = reverse_bits(keep[g]);
