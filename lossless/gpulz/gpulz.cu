@@ -17,10 +17,11 @@
 // every lane's next start (one symbol on, a match's length on, or "leaves the window") and the
 // starts it reaches are doubled by shuffles five times (pointer jumping), and e's lane holds
 // the window's starts; where at most one lane from e on starts a match (most windows of codes
-// that do not compress), the starts are the literals around it, without the doubling. A match of 16 (probe_cap) ends the walk in the window; its extension is
-// found 32 symbols at a time. The walk gives each window its starts, matches and first token's
-// place, so the tokens and flag bits are then written a window at a time. A chunk whose tokens
-// outgrow it stops the walk (stored raw).
+// that do not compress), the starts are the literals around it, without the doubling. A match
+// of 16 (probe_cap) ends the walk in the window; its extension is found 32 symbols at a time.
+// The walk gives each window its starts, matches and first token's place, so the tokens and
+// flag bits are then written a window at a time. A chunk whose tokens outgrow it stops the walk
+// (stored raw).
 // Decode: a warp per chunk, 32 tokens at a time: a ballot over the flags and a scan of the
 // token lengths give every token its input and output place at once; then the round's symbols
 // are written 32 at a time, a lane a symbol, each finding its token by the starts before it
