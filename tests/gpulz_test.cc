@@ -183,7 +183,9 @@ void expect_plane_equalities_as_defined(std::mt19937_64& rng, bool sign_magnitud
       if (spread <= 40 && step == 1) {  // the map keeps them small
         ASSERT_LE(__builtin_popcount(active), 7) << "spread " << spread;
       }
+      uint32_t asked = 0;  // planes asked for, a window each
       const auto plane_of = [&](int k, uint32_t bit) {
+        ++asked;
         EXPECT_EQ(__builtin_popcount(bit), 1);
         EXPECT_LE(bit, active) << "a plane above the highest active one";
         EXPECT_GE(bit, active & (0u - active)) << "a plane below the lowest active one";
@@ -192,7 +194,9 @@ void expect_plane_equalities_as_defined(std::mt19937_64& rng, bool sign_magnitud
       for (uint32_t lane = 0; lane < 32; ++lane) {
         const uint32_t i = 32 * (w + G) + lane;
         uint32_t e[G];
+        asked = 0;
         gpulz::plane_equalities<G>(plane_of, active, lane, map(all[i]), e);
+        ASSERT_EQ(asked, (G + 1) * gpulz::planes_taken(active)) << "the span the probe's cutoff counts";
         for (uint32_t d = 1; d <= 32 * G; ++d)
           ASSERT_EQ((e[(d - 1) / 32] >> ((d - 1) % 32)) & 1u, uint32_t(all[i] == all[i - d]))
               << "G " << G << " spread " << spread << " window " << w << " lane " << lane << " distance " << d;

@@ -233,9 +233,7 @@ struct PlaneSymbols {
   // Under 20 SASS instructions a plane (G = 2; three ballots) against ~280 for the pairs from shared
   // memory (pair_equalities): a conservative cutoff on the planes plane_equalities takes (from
   // the highest to the lowest the G + 1 windows' mapped symbols use).
-  __device__ __forceinline__ bool few_planes() const {
-    return !active || 32 - __clz(active) - (__ffs(active) - 1) <= 12;
-  }
+  __device__ __forceinline__ bool few_planes() const { return planes_taken(active) <= 12; }
   __device__ __forceinline__ void equalities(uint32_t lane, uint32_t (&e)[G]) const {
     const auto plane_of = [&](int k, uint32_t bit) { return __ballot_sync(all_lanes, (z[k] & bit) != 0); };
     plane_equalities<G>(plane_of, active, lane, z[0], e);
@@ -488,7 +486,7 @@ struct DeviceCoder {
       const uint32_t set = __popc(matchers >> from) <= few_matches
                                ? starts_by_matches(from, matchers, __ballot_sync(all_lanes, extends), len, m - s)
                                : starts_by_doubling(from, lane, i, m, len, extends);
-      const uint32_t new_matches = __ballot_sync(all_lanes, (set >> lane & 1u) && match);
+      const uint32_t new_matches = set & matchers;
       starts |= set, matches |= new_matches;
       tokens += __popc(set);
       token_bytes += 2 * __popc(new_matches) + S * (__popc(set) - __popc(new_matches));

@@ -66,6 +66,11 @@ FZG_HOST_DEVICE uint32_t reverse_bits(uint32_t v) {
 #endif
 }
 
+// The planes plane_equalities takes for `active`: from its highest set bit to its lowest.
+FZG_HOST_DEVICE uint32_t planes_taken(uint32_t active) {
+  return active ? uint32_t(highest_bit(active) - highest_bit(active & (0u - active))) + 1u : 0u;
+}
+
 // E(i) for i = 32 w + lane whose plane symbol is `own`: bit d - 1 of e[d / 32] (d counted from
 // 0 there) set where the symbols at i and i - d are equal, 1 <= d <= 32 G. plane_of(k, bit) is
 // the plane of `bit` (a single bit) of window w - k (k = 0 .. G; bit t: position 32 (w - k) + t);
