@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""GPULZ's ratio against the byte-oriented LZ coders that nvCOMP ships (LZ4 and Snappy) on the
+same bytes: the u16 Lorenzo codes fzg makes of a field (#17's measure, "ratio of the code
+bytes"). The codes come from fzg itself (a graph that stores them as they are); LZ4 and Snappy
+are the reference CPU libraries (PyPI's lz4 and python-snappy) on 64 KiB chunks, nvCOMP's
+default chunk, whose formats nvCOMP's GPU coders share (so their ratio is nvCOMP's to within
+its chunking); GPULZ's ratio is the code bytes over its stream (lz.out), table included.
+
+  python3 scripts/lz-ratio.py [--fzg build/fzg] [--rel 1e-2,1e-3,1e-4]
+                              [--gpulz 2048:64:2,8192:255:1] [FIELD.f32:DIMS ...]
+
+With no fields: a 256^3 power-law field (../shared/tools/gen_field.py, slope 11/3, the kind of
+#17's measure and of scripts/bench-gpulz.sh's p100), fzg's turbulent 256^3 and the real
+fields of ../shared/datasets (with their fill values). --gpulz lists chunk:window:symbol
+settings, each a column (the first is configs/gpulz.json's). Ratios depend on the bytes
+alone, so any machine measures them: the CPU and GPU write the same files."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+from shared_datasets import FOLDER, shared_fields  # noqa: E402
+
+try:
+    import lz4.block
+    import snappy
+except ImportError as e:
+    sys.exit("lz-ratio.py: needs PyPI's lz4 and python-snappy (pip install lz4 python-snappy): %s" % e)
+
+NVCOMP_CHUNK = 65536
+
+
+def chunked_ratio(data, code):
+    coded = sum(len(code(data[i:i + NVCOMP_CHUNK])) for i in range(0, len(data), NVCOMP_CHUNK))
+    return len(data) / coded
+
+
+def run(*args):
+    done = subprocess.run([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode:
+        sys.exit("lz-ratio.py: %s failed: %s" % (" ".join(map(str, args[:2])), done.stderr.strip()))
+
+
+def stored_streams(fzg, path, name):
+    """The bytes of stream `name`, every chunk's in turn, and their total size."""
+    info = json.loads(subprocess.run([fzg, "info", "--json", path], check=True, capture_output=True).stdout)
+    blob = open(path, "rb").read()
+    parts = [s for c in info["chunks"] for s in c["streams"] if s["name"] == name]
+    return b"".join(blob[s["offset"]:s["offset"] + s["size_bytes"]] for s in parts)
+
+
+def write_config(path, stages, store):
+    json.dump({"name": os.path.basename(path)[:-5], "description": "lz-ratio.py", "stages": stages,
+               "store": store}, open(path, "w"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("fields", nargs="*", help="FIELD.f32:DIMS (fastest first), optionally :fill=V")
+    ap.add_argument("--fzg", default=os.path.join(here, "..", "build", "fzg"))
+    ap.add_argument("--rel", default="1e-2,1e-3,1e-4")
+    ap.add_argument("--gpulz", default="2048:64:2,8192:255:1", help="chunk:window:symbol, comma separated")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp()
+    fields = []
+    for spec in args.fields:
+        parts = spec.split(":")
+        fill = [p[5:] for p in parts[2:] if p.startswith("fill=")]
+        fields.append((os.path.basename(parts[0]).split("_")[0].split(".")[0], parts[0], parts[1], fill))
+    if not fields:
+        gen = os.path.join(FOLDER, "..", "tools", "gen_field.py")
+        run(sys.executable, gen, os.path.join(work, "p.f32"), 256, 256, 256, 3.6667, 11, 0, 1)
+        run(args.fzg, "gen", "--kind", "turbulent", "-l", "256x256x256", "-o", os.path.join(work, "t.f32"))
+        fields = [("p256", os.path.join(work, "p.f32"), "256x256x256", []),
+                  ("t256", os.path.join(work, "t.f32"), "256x256x256", [])]
+        fields += [(os.path.basename(p).split("_")[0], p, "x".join(map(str, d)), ["%g" % f for f in fill])
+                   for p, d, fill in shared_fields()]
+    predict = {"id": "predict", "type": "lorenzo", "inputs": {"field": "input"}}
+    codes_config = os.path.join(work, "codes.json")
+    write_config(codes_config, [predict], ["predict.codes", "predict.outliers"])
+    settings = [tuple(int(v) for v in s.split(":")) for s in args.gpulz.split(",")]
+    gpulz_configs = []
+    for chunk, window, symbol in settings:
+        path = os.path.join(work, "gpulz_%d_%d_%d.json" % (chunk, window, symbol))
+        write_config(path, [predict, {"id": "lz", "type": "gpulz", "inputs": {"in": "predict.codes"},
+                                      "params": {"chunk": chunk, "window": window, "symbol": symbol}}],
+                     ["lz.out", "predict.outliers"])
+        gpulz_configs.append(path)
+    heads = ["GPULZ %d:%d:%d" % s for s in settings] + ["LZ4", "Snappy"]
+    print("ratio of the u16 code bytes (GPULZ chunk:window:symbol; LZ4, Snappy on 64 KiB chunks)")
+    print("%-14s %-5s %12s" % ("field", "rel", "code bytes") + "".join(" %15s" % h for h in heads))
+    out = os.path.join(work, "x.fzg")
+    for name, path, dims, fill in fields:
+        extra = [a for f in fill for a in ("--fill", f)]
+        for rel in args.rel.split(","):
+            common = ["-i", path, "-l", dims, "-m", "rel", "-e", rel, "--device", "cpu", "-o", out] + extra
+            run(args.fzg, "compress", "-c", codes_config, *common)
+            codes = stored_streams(args.fzg, out, "predict.codes")
+            row = []
+            for config in gpulz_configs:
+                run(args.fzg, "compress", "-c", config, *common)
+                row.append(len(codes) / len(stored_streams(args.fzg, out, "lz.out")))
+            row.append(chunked_ratio(codes, lambda b: lz4.block.compress(b, store_size=False)))
+            row.append(chunked_ratio(codes, snappy.compress))
+            best = max(row[:-2])
+            mark = "" if best > max(row[-2:]) else "   (GPULZ not above both)"
+            print("%-14s %-5s %12d" % (name, rel, len(codes)) + "".join(" %15.3f" % r for r in row) + mark,
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
