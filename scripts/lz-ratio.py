@@ -7,12 +7,13 @@ default chunk, whose formats nvCOMP's GPU coders share (so their ratio is nvCOMP
 its chunking); GPULZ's ratio is the code bytes over its stream (lz.out), table included.
 
   python3 scripts/lz-ratio.py [--fzg build/fzg] [--rel 1e-2,1e-3,1e-4]
-                              [--gpulz 2048:64:2,8192:255:1] [FIELD.f32:DIMS ...]
+                              [--gpulz 2048:64:2,8192:255:1:11] [FIELD.f32:DIMS ...]
 
 With no fields: a 256^3 power-law field (../shared/tools/gen_field.py, slope 11/3, the kind of
 #17's measure and of scripts/bench-gpulz.sh's p100), fzg's turbulent 256^3 and the real
 fields of ../shared/datasets (with their fill values). --gpulz lists chunk:window:symbol
-settings, each a column (the first is configs/gpulz.json's). Ratios depend on the bytes
+settings, each a column (the first is configs/gpulz.json's), a fourth field the offset bits (11:
+wide matches). Ratios depend on the bytes
 alone, so any machine measures them: the CPU and GPU write the same files."""
 import argparse
 import json
@@ -63,7 +64,8 @@ def main():
     ap.add_argument("fields", nargs="*", help="FIELD.f32:DIMS (fastest first), optionally :fill=V")
     ap.add_argument("--fzg", default=os.path.join(here, "..", "build", "fzg"))
     ap.add_argument("--rel", default="1e-2,1e-3,1e-4")
-    ap.add_argument("--gpulz", default="2048:64:2,8192:255:1", help="chunk:window:symbol, comma separated")
+    ap.add_argument("--gpulz", default="2048:64:2,8192:255:1,8192:255:1:11",
+                    help="chunk:window:symbol[:offset_bits], comma separated")
     args = ap.parse_args()
     work = tempfile.mkdtemp()
     fields = []
@@ -82,15 +84,16 @@ def main():
     predict = {"id": "predict", "type": "lorenzo", "inputs": {"field": "input"}}
     codes_config = os.path.join(work, "codes.json")
     write_config(codes_config, [predict], ["predict.codes", "predict.outliers"])
-    settings = [tuple(int(v) for v in s.split(":")) for s in args.gpulz.split(",")]
+    settings = [tuple(int(v) for v in s.split(":")) + (8,) for s in args.gpulz.split(",")]
     gpulz_configs = []
-    for chunk, window, symbol in settings:
-        path = os.path.join(work, "gpulz_%d_%d_%d.json" % (chunk, window, symbol))
+    for chunk, window, symbol, offset_bits in (s[:4] for s in settings):
+        path = os.path.join(work, "gpulz_%d_%d_%d_%d.json" % (chunk, window, symbol, offset_bits))
         write_config(path, [predict, {"id": "lz", "type": "gpulz", "inputs": {"in": "predict.codes"},
-                                      "params": {"chunk": chunk, "window": window, "symbol": symbol}}],
+                                      "params": {"chunk": chunk, "window": window, "symbol": symbol,
+                                                 "offset_bits": offset_bits}}],
                      ["lz.out", "predict.outliers"])
         gpulz_configs.append(path)
-    heads = ["GPULZ %d:%d:%d" % s for s in settings] + ["LZ4", "Snappy"]
+    heads = ["GPULZ " + ":".join(map(str, s[:4] if s[3] != 8 else s[:3])) for s in settings] + ["LZ4", "Snappy"]
     print("ratio of the u16 code bytes (GPULZ chunk:window:symbol; LZ4, Snappy on 64 KiB chunks)")
     print("%-14s %-5s %12s" % ("field", "rel", "code bytes") + "".join(" %15s" % h for h in heads))
     out = os.path.join(work, "x.fzg")

@@ -25,7 +25,8 @@ std::vector<uint8_t> round_trip(const gpulz::Params& p, const std::vector<uint8_
   const auto stage = make_stage("gpulz", {{"chunk", p.chunk_bytes},
                                           {"window", p.window},
                                           {"symbol", p.symbol ? std::to_string(p.symbol) : "auto"},
-                                          {"min_match", p.min_match}});
+                                          {"min_match", p.min_match},
+                                          {"offset_bits", p.offset_bits}});
   return testing::byte_stage_round_trip(*stage, input);
 }
 
@@ -51,9 +52,15 @@ std::vector<uint8_t> random_bytes(uint64_t n, uint64_t seed) {
   return out;
 }
 
-gpulz::Params params(uint32_t chunk, uint32_t window, uint32_t symbol, uint32_t min_match = 0) {
+gpulz::Params params(uint32_t chunk, uint32_t window, uint32_t symbol, uint32_t min_match = 0,
+                     uint32_t offset_bits = 8) {
   gpulz::Params p;
-  p.chunk_bytes = chunk, p.window = window, p.symbol = symbol, p.min_match = min_match;
+  p.chunk_bytes = chunk, p.window = window, p.symbol = symbol, p.min_match = min_match, p.offset_bits = offset_bits;
+  return p;
+}
+
+gpulz::Params wide(gpulz::Params p) {
+  p.offset_bits = 11;
   return p;
 }
 
@@ -61,12 +68,13 @@ TEST(Gpulz, EveryChunkWindowAndSymbolRoundTripsAndShrinksCodes) {
   const std::vector<uint8_t> codes = codes_like(3 * 16384 + 1001, 5);  // odd: a ragged chunk and a tail
   for (uint32_t chunk : {2048u, 4096u, 8192u, 16384u})
     for (uint32_t window : {32u, 64u, 128u, 255u})
-      for (uint32_t symbol : {1u, 2u, 4u, 0u}) {
-        SCOPED_TRACE("chunk " + std::to_string(chunk) + " window " + std::to_string(window) + " symbol " +
-                     std::to_string(symbol));
-        const std::vector<uint8_t> stream = round_trip(params(chunk, window, symbol), codes);
-        EXPECT_LT(stream.size(), codes.size());
-      }
+      for (uint32_t symbol : {1u, 2u, 4u, 0u})
+        for (uint32_t offset_bits : {8u, 11u}) {
+          SCOPED_TRACE("chunk " + std::to_string(chunk) + " window " + std::to_string(window) + " symbol " +
+                       std::to_string(symbol) + " offset_bits " + std::to_string(offset_bits));
+          const std::vector<uint8_t> stream = round_trip(params(chunk, window, symbol, 0, offset_bits), codes);
+          EXPECT_LT(stream.size(), codes.size());
+        }
 }
 
 // The largest chunk the stage accepts (32 KiB): its GPU decode stages two chunk-sized buffers a
@@ -74,7 +82,9 @@ TEST(Gpulz, EveryChunkWindowAndSymbolRoundTripsAndShrinksCodes) {
 TEST(Gpulz, TheLargestChunkRoundTrips) {
   const std::vector<uint8_t> codes = codes_like(3 * 32768 + 777, 17);
   for (uint32_t symbol : {2u, 0u})
-    EXPECT_LT(round_trip(params(32768, 255, symbol), codes).size(), codes.size()) << "symbol " << symbol;
+    for (uint32_t offset_bits : {8u, 11u})
+      EXPECT_LT(round_trip(params(32768, 255, symbol, 0, offset_bits), codes).size(), codes.size())
+          << "symbol " << symbol << " offset_bits " << offset_bits;
 }
 
 // The GPU keeps a position's distances as words of 32 bits and finds runs by doubling: windows
@@ -102,7 +112,47 @@ TEST(Gpulz, EveryWindowWidthAndMinimumMatchParsesAlike) {
           SCOPED_TRACE("window " + std::to_string(window) + " symbol " + std::to_string(symbol) + " min_match " +
                        std::to_string(min_match) + " input " + std::to_string(k));
           round_trip(params(k == 1 ? 4096 : 2048, window, symbol, min_match), inputs[k]);
+          round_trip(wide(params(k == 1 ? 4096 : 2048, window, symbol, min_match)), inputs[k]);
         }
+}
+
+// Wide chunks reach past the window: blocks of noise repeated 300 to 2000 symbols later are
+// found (the far candidates), at every symbol width, through hash collisions (a table of 4096
+// entries over chunks of up to 16384 positions) and hashes that recur within a warp's 32
+// positions (periods below 32); a narrow stream of the same bytes finds none of them.
+TEST(Gpulz, WideMatchesReachPastTheWindow) {
+  std::mt19937_64 rng(77);
+  std::vector<uint8_t> echoes = random_bytes(4 * 16384, 78);
+  for (size_t i = 2048; i + 64 < echoes.size(); i += 64 + rng() % 64)
+    for (size_t k = 0, d = 300 + rng() % 1700, len = 16 + rng() % 40; k < len; ++k) echoes[i + k] = echoes[i + k - d];
+  std::vector<uint8_t> short_periods(3 * 16384);
+  for (size_t i = 0; i < short_periods.size();) {  // a period of 1 to 40 bytes, repeated 2 to 9 times, then noise
+    const size_t period = 1 + rng() % 40, copies = 2 + rng() % 8;
+    for (size_t k = 0; k < period * copies && i < short_periods.size(); ++k, ++i)
+      short_periods[i] = uint8_t(k % period * 29 + period);
+    for (size_t k = 0; k < 1 + rng() % 60 && i < short_periods.size(); ++k, ++i) short_periods[i] = uint8_t(rng());
+  }
+  for (uint32_t chunk : {2048u, 16384u})
+    for (uint32_t window : {1u, 32u, 255u})
+      for (uint32_t symbol : {1u, 2u, 4u, 0u}) {
+        SCOPED_TRACE("chunk " + std::to_string(chunk) + " window " + std::to_string(window) + " symbol " +
+                     std::to_string(symbol));
+        const uint64_t narrow = round_trip(params(chunk, window, symbol), echoes).size();
+        const uint64_t far = round_trip(wide(params(chunk, window, symbol)), echoes).size();
+        if (symbol == 1 && chunk == 16384) EXPECT_LT(far, narrow * 4 / 5) << narrow;  // most sources in the chunk
+        EXPECT_LT(far, echoes.size());
+        round_trip(wide(params(chunk, window, symbol)), short_periods);
+      }
+}
+
+// A wide match is as long as min_match + 31 symbols: a run of zeros is a literal, then matches
+// of that length from one symbol back.
+TEST(Gpulz, WideMatchesStopAtTheirLongestLength) {
+  const std::vector<uint8_t> zeros(4096, 0);
+  const std::vector<uint8_t> stream = round_trip(wide(params(4096, 32, 1)), zeros);
+  const uint32_t matches = (4096 - 1 + 33) / 34, tokens = 1 + matches;
+  EXPECT_EQ(stream.size(), 4 + gpulz::header_bytes + 1 + 2 * matches + (tokens + 7) / 8);
+  EXPECT_EQ(stream[4], 1 | gpulz::wide_flag);
 }
 
 // The encoders probe a distance at a time; `probe`, one position over every distance, is the
@@ -323,6 +373,26 @@ TEST(Gpulz, TheFormatDecodesAsDocumented) {
   EXPECT_EQ(round_trip(p, out), stream);
 }
 
+// The same for a wide chunk: "abc" then a match of 34 symbols (the longest: min_match 3 + 31)
+// from 3 back, the token (34 - 3) | (3 - 1) << 5.
+TEST(Gpulz, TheWideFormatDecodesAsDocumented) {
+  const std::vector<uint8_t> chunk = {0x81, 4, 0, 'a', 'b', 'c', 31 | 2 << 5, 0, 0b1000};
+  std::vector<uint8_t> stream = {uint8_t(chunk.size()), 0, 0, 0};
+  stream.insert(stream.end(), chunk.begin(), chunk.end());
+  std::vector<uint8_t> out(37);
+  gpulz::decode_cpu(params(256, 64, 1), stream.data(), stream.size(), out.data(), out.size());
+  std::string expected;
+  for (int k = 0; k < 37; ++k) expected += "abc"[k % 3];
+  EXPECT_EQ(std::string(out.begin(), out.end()), expected);
+  // A distance of 2048 symbols is the farthest a wide match names; its token reads back so.
+  uint8_t token[2];
+  uint32_t extra, d;
+  gpulz::put_match(token, 31, 2048, true);
+  gpulz::get_match(token, true, extra, d);
+  EXPECT_EQ(extra, 31u);
+  EXPECT_EQ(d, 2048u);
+}
+
 TEST(Gpulz, DamageIsCorruptData) {
   const gpulz::Params p = params(256, 64, 2);
   // A chunked stream of one coded chunk of 22 bytes.
@@ -344,6 +414,10 @@ TEST(Gpulz, DamageIsCorruptData) {
   testing::expect_error(decode({2, 3, 0, 'a', 'b', 8, 0, 0b10}), corrupt, "");   // a token too many
   testing::expect_error(decode({2, 2, 0, 'a', 'b', 8, 0, 0b110}), corrupt, "");  // a flag past the tokens
   testing::expect_error(decode({2, 1, 0, 'a', 'b', 8, 0, 0b0}), corrupt, "");    // bytes left over
+  // Wide: "ab", then a match of 10 symbols from 1 back, or from 2 back past the chunk's start.
+  EXPECT_NO_THROW(decode({0x82, 2, 0, 'a', 'b', 8, 0, 0b10})());
+  testing::expect_error(decode({0x82, 2, 0, 'a', 'b', 8 | 1 << 5, 0, 0b10}), corrupt, "");
+  testing::expect_error(decode({0xc2, 2, 0, 'a', 'b', 8, 0, 0b10}), corrupt, "");  // no such flag
 }
 
 TEST(Gpulz, ParametersAreValidated) {
@@ -351,12 +425,16 @@ TEST(Gpulz, ParametersAreValidated) {
   EXPECT_NO_THROW(make_stage("gpulz", {{"symbol", "auto"}}));
   for (const json& bad : {json{{"chunk", 3000}}, json{{"chunk", 128}}, json{{"chunk", 65536}}, json{{"window", 0}},
                           json{{"window", 256}}, json{{"symbol", 3}}, json{{"symbol", "wide"}},
-                          json{{"min_match", 17}}, json{{"level", 2}}}) {
+                          json{{"min_match", 17}}, json{{"level", 2}}, json{{"offset_bits", 9}},
+                          json{{"offset_bits", 12}}, json{{"offset_bits", 16}}}) {
     SCOPED_TRACE(bad.dump());
     testing::expect_error([&] { make_stage("gpulz", bad); }, ErrorCode::invalid_config, "stage 'gpulz'");
   }
   EXPECT_EQ(make_stage("gpulz", json::object())->params(),
             json({{"chunk", 2048}, {"window", 64}, {"symbol", "2"}, {"min_match", 0}}));
+  // offset_bits is named only where it is not GPULZ's own 8: older graphs keep their bytes.
+  EXPECT_EQ(make_stage("gpulz", {{"offset_bits", 8}})->params(), make_stage("gpulz", json::object())->params());
+  EXPECT_EQ(make_stage("gpulz", {{"offset_bits", 11}})->params().at("offset_bits"), 11);
 }
 
 }  // namespace

@@ -21,7 +21,10 @@ class GpulzStage final : public Stage {
     const std::string symbol = reader.choice("symbol", "2", {"1", "2", "4", "auto"});
     p_.symbol = symbol == "auto" ? 0 : uint32_t(std::stoul(symbol));
     p_.min_match = uint32_t(reader.integer("min_match", 0, 0, gpulz::probe_cap));
+    p_.offset_bits = uint32_t(reader.integer("offset_bits", 8, 8, 11));
     reader.finish();
+    if (p_.offset_bits != 8 && p_.offset_bits != 11)
+      fail(ErrorCode::invalid_config, "stage 'gpulz': parameter \"offset_bits\" must be 8 or 11");
     if (p_.chunk_bytes & (p_.chunk_bytes - 1))
       fail(ErrorCode::invalid_config, "stage 'gpulz': parameter \"chunk\" must be a power of two");
   }
@@ -31,10 +34,13 @@ class GpulzStage final : public Stage {
     return s;
   }
   nlohmann::json params() const override {
-    return {{"chunk", p_.chunk_bytes},
-            {"window", p_.window},
-            {"symbol", p_.symbol ? std::to_string(p_.symbol) : "auto"},
-            {"min_match", p_.min_match}};
+    nlohmann::json j = {{"chunk", p_.chunk_bytes},
+                        {"window", p_.window},
+                        {"symbol", p_.symbol ? std::to_string(p_.symbol) : "auto"},
+                        {"min_match", p_.min_match}};
+    // Named only when not GPULZ's own tokens: graphs written before it keep their bytes.
+    if (p_.wide()) j["offset_bits"] = p_.offset_bits;
+    return j;
   }
 
   std::vector<uint64_t> max_output_sizes(const StageContext&, const std::vector<uint64_t>& in) const override {

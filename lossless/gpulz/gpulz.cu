@@ -49,6 +49,15 @@ constexpr uint32_t few_matches = 1;
 
 __host__ __device__ constexpr uint32_t align16(uint32_t n) { return (n + 15) / 16 * 16; }
 
+// A probe (length | d << 8, as `probe` gives it) in the u16 shared memory keeps a position:
+// the length (at most probe_cap) in bits 0-4, d - 1 (below wide_reach) in bits 5-15; 0: none.
+static_assert(probe_cap < 32 && wide_reach <= 2048, "a probe fits 16 bits");
+__device__ __forceinline__ uint16_t pack_probe(uint32_t probe) {
+  return probe ? uint16_t((probe & 0xffu) | ((probe >> 8) - 1) << 5) : uint16_t(0);
+}
+__device__ __forceinline__ uint32_t probe_length(uint32_t packed) { return packed & 31u; }
+__device__ __forceinline__ uint32_t probe_distance(uint32_t packed) { return (packed >> 5) + 1; }
+
 // One chunk's encode in shared memory: the symbols behind `front` bytes (x[i - d] is read for
 // every d a lane's words hold, then masked), the probes, the walk's words a window and the flag
 // words; sized for the widest symbols' count (m = C with S = 1 or auto).
@@ -65,7 +74,10 @@ struct EncodeLayout {
   __host__ __device__ uint32_t flags() const { return byte_base() + 4 * windows() + 4; }  // u32 a 32 tokens
   __host__ __device__ uint32_t result() const { return flags() + 4 * windows(); }         // u32
   __host__ __device__ uint32_t trial() const { return align16(result() + 4); }
-  __host__ __device__ uint32_t bytes(bool with_trial) const { return trial() + (with_trial ? align16(C) : 0); }
+  __host__ __device__ uint32_t far_table(bool with_trial) const { return trial() + (with_trial ? align16(C) : 0); }
+  __host__ __device__ uint32_t bytes(bool with_trial, bool wide) const {  // u16 an entry
+    return far_table(with_trial) + (wide ? 2 * far_table_size : 0);
+  }
 };
 
 // The value lane + k holds, of this window (`cur`) or, past lane 31, of the next (`next`).
@@ -353,7 +365,9 @@ struct Walk {
   uint32_t *starts, *matches, *longs, *token_base, *byte_base;
 };
 
-template <int G>
+// Wide (offset_bits 11) is a parameter of the type, not a branch: its far pass would otherwise
+// take registers from GPULZ's own encode (80 -> 96 at G = 2).
+template <int G, bool Wide>
 struct DeviceCoder {
   Params p;
 
@@ -366,7 +380,7 @@ struct DeviceCoder {
     const uint32_t widest = p.symbol ? p.symbol : 4, narrowest = p.symbol ? p.symbol : 1;
     return {p.chunk_bytes, p.chunk_bytes / narrowest, 32u * G * widest};  // blocks back: at most 2 G
   }
-  __host__ __device__ uint32_t encode_shared_bytes() const { return layout().bytes(p.symbol == 0); }
+  __host__ __device__ uint32_t encode_shared_bytes() const { return layout().bytes(p.symbol == 0, Wide); }
 
   __device__ uint32_t encode_chunk(const uint8_t* in, uint32_t n, uint8_t* out, uint32_t capacity,
                                    uint8_t* shared) const {
@@ -409,6 +423,10 @@ struct DeviceCoder {
     const Walk walk{words(l.starts()), words(l.matches()), words(l.longs()), words(l.token_base()),
                     words(l.byte_base())};
     probe_windows(x, m, min_match, probes);
+    if constexpr (Wide) {
+      __syncthreads();
+      far_candidates(x, bytes, m, min_match, probes, reinterpret_cast<uint16_t*>(shared + l.far_table(p.symbol == 0)));
+    }
     for (uint32_t k = threadIdx.x; k < windows; k += blockDim.x) flags[k] = 0;
     __syncthreads();
     if (threadIdx.x < 32) walk_tokens(x, m, min_match, capacity, n % S, probes, walk, result);
@@ -421,7 +439,8 @@ struct DeviceCoder {
       const uint32_t flag_bytes = (tokens + 7) / 8, tail = n % S;
       for (uint32_t b = threadIdx.x; b < flag_bytes + tail; b += blockDim.x)
         out[token_bytes + b] = b < flag_bytes ? uint8_t(flags[b / 4] >> (8 * (b % 4))) : bytes[m * S + b - flag_bytes];
-      if (threadIdx.x == 0) out[0] = uint8_t(S), out[1] = uint8_t(tokens), out[2] = uint8_t(tokens >> 8);
+      if (threadIdx.x == 0)
+        out[0] = uint8_t(S | (Wide ? wide_flag : 0)), out[1] = uint8_t(tokens), out[2] = uint8_t(tokens >> 8);
     }
     __syncthreads();  // the result, probes and walk are rewritten by the next width or chunk
     return size;
@@ -437,7 +456,7 @@ struct DeviceCoder {
     const auto window = [&](uint32_t w, const Runs<G>& next, Runs<G>& cur) {
       runs_of(x, 32 * w, m, p.window, next, planes, lane, cur);
       const uint32_t probe = longest(cur, next, lane, min_match);
-      if (32 * w + lane < m) probes[32 * w + lane] = uint16_t(probe);
+      if (32 * w + lane < m) probes[32 * w + lane] = pack_probe(probe);
       if (w) planes.advance(x, int32_t(w) - 1, lane);
     };
     // Two windows a turn, the runs' registers swapping roles (no copy of the 4 G words).
@@ -451,13 +470,42 @@ struct DeviceCoder {
     if (w) window(0, a, b);
   }
 
+  // Wide chunks: each keyed position's far candidate in place of its probe where it is taken
+  // (gpulz_parse.hh), 32 positions a step: a lane's latest earlier position of the same hash is
+  // the nearest lane below it with that hash (__match_any_sync), else the table's entry from the
+  // steps before; the step's last lane of each hash then records itself. The CPU's table, kept
+  // position by position, holds the same entries at every position.
+  template <typename Sym>
+  __device__ void far_candidates(const Sym* x, const uint8_t* bytes, uint32_t m, uint32_t min_match, uint16_t* probes,
+                                 uint16_t* latest) const {
+    constexpr uint16_t none = 0xffff;  // m < 65535
+    const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1u, keyed = keyed_positions(m, sizeof(Sym));
+    for (uint32_t k = lane; k < far_table_size; k += 32) latest[k] = none;
+    __syncwarp();
+    for (uint32_t s = 0; s < keyed; s += 32) {  // uniform across the warp
+      const uint32_t i = s + lane;
+      const bool keyed_here = i < keyed;
+      const uint32_t h = keyed_here ? far_hash(bytes + i * sizeof(Sym)) : far_table_size + lane;  // no two alike
+      const uint32_t peers = __match_any_sync(all_lanes, h), earlier = peers & below;
+      const uint32_t j = earlier ? s + 31 - __clz(earlier) : keyed_here ? latest[h] : none;
+      __syncwarp();  // every lane has read the table
+      if (keyed_here && (peers >> lane) == 1u) latest[h] = uint16_t(i);
+      if (keyed_here && j != none) {
+        const uint32_t near = probes[i];
+        const uint32_t far = far_probe(x, i, j, m, p.window, probe_length(near), min_match);
+        if (far) probes[i] = pack_probe(far);
+      }
+      __syncwarp();
+    }
+  }
+
   // Warp 0: the tokens' starts, window by window (the walk in the file comment); *result: the
   // chunk's size, or capacity + 1 once its tokens outgrow it.
   template <typename Sym>
   __device__ void walk_tokens(const Sym* x, uint32_t m, uint32_t min_match, uint32_t capacity, uint32_t tail,
                               uint16_t* probes, const Walk& walk, uint32_t* result) const {
     constexpr uint32_t S = sizeof(Sym);
-    const uint32_t lane = threadIdx.x, max_len = min_match + max_extra, windows = (m + 31) / 32;
+    const uint32_t lane = threadIdx.x, max_len = min_match + max_extra_of(Wide), windows = (m + 31) / 32;
     uint32_t e = 0, tokens = 0, token_bytes = 0, open = 0, starts = 0, matches = 0, longs = 0;
     bool fits = true;
     // The open window is done; the windows up to `to` start where the walk is (those before it
@@ -476,8 +524,8 @@ struct DeviceCoder {
     while (e < m) {
       const uint32_t w = e / 32, s = 32 * w, i = s + lane;
       if (w != open) close_window(w);
-      const uint32_t here = i < m ? probes[i] : 0u, len_here = here & 0xffu;
-      const uint32_t len_next = i + 1 < m ? probes[i + 1] & 0xffu : 0u;
+      const uint32_t here = i < m ? probes[i] : 0u, len_here = probe_length(here);
+      const uint32_t len_next = i + 1 < m ? probe_length(probes[i + 1]) : 0u;
       // Lazy by one symbol, as write_chunk (probes below min_match are 0 here).
       const bool match = len_here >= min_match && !(len_here < probe_cap && len_next > len_here);
       const bool extends = match && len_here == probe_cap;
@@ -494,7 +542,7 @@ struct DeviceCoder {
       const uint32_t last_len = __shfl_sync(all_lanes, len, last);
       e = s + last + last_len;
       if (__shfl_sync(all_lanes, uint32_t(extends), last)) {
-        const uint32_t at = s + last, d = __shfl_sync(all_lanes, here >> 8, last);
+        const uint32_t at = s + last, d = __shfl_sync(all_lanes, probe_distance(here), last);
         uint32_t total = probe_cap;
         for (;;) {  // as write_chunk, 32 symbols a step
           const uint32_t k = total + lane;
@@ -504,8 +552,10 @@ struct DeviceCoder {
           total += run;
           if (run < 32) break;
         }
+        // The match's length past min_match, for the writer, where no token starts: at its second
+        // symbol (a match to extend is probe_cap long).
         __syncwarp();  // every lane has read this window's probes
-        if (lane == 0) probes[at] = uint16_t((total - min_match) | d << 8);  // the writer's length byte
+        if (lane == 0) probes[at + 1] = uint16_t(total - min_match);
         __syncwarp();  // and reads them again
         longs |= 1u << last;
         e = at + total;
@@ -578,8 +628,7 @@ struct DeviceCoder {
       if (start && match) {
         const uint32_t probe = probes[i];
         const bool extended = walk.longs[w] >> lane & 1u;
-        out[at] = uint8_t(extended ? probe & 0xffu : (probe & 0xffu) - min_match);
-        out[at + 1] = uint8_t((probe >> 8) - 1);
+        put_match(out + at, extended ? probes[i + 1] : probe_length(probe) - min_match, probe_distance(probe), Wide);
       } else if (start) {
 #pragma unroll
         for (uint32_t b = 0; b < S; ++b) out[at + b] = bytes[i * S + b];
@@ -653,7 +702,11 @@ struct DeviceDecoder {
       const uint32_t at = pos + 2 * __popc(matches & below) + S * __popc(literals & below);
       bool good = at + (valid ? (is_match ? 2 : S) : 0) <= s.tokens_end;
       uint32_t len = valid ? 1 : 0, d = 0;  // d = 0: a literal
-      if (is_match && good) len = in[at] + min_match, d = in[at + 1] + 1u;
+      if (is_match && good) {
+        uint32_t extra;
+        get_match(in + at, s.wide, extra, d);
+        len = extra + min_match;
+      }
       uint32_t round_symbols;
       const uint32_t from = o + warp_exclusive_sum(len, round_symbols);  // this token's first output symbol
       good = good && (!valid || from + len <= s.symbols) && (!is_match || d <= from);
@@ -694,21 +747,22 @@ struct DeviceDecoder {
 };
 
 // The encode's registers grow with the window (G words of distance bits a position).
-template <typename F>
+template <bool Wide, typename F>
 auto with_groups(uint32_t window, F f) {
-  if (window <= 32) return f(DeviceCoder<1>{});
-  if (window <= 64) return f(DeviceCoder<2>{});
-  if (window <= 128) return f(DeviceCoder<4>{});
-  return f(DeviceCoder<8>{});
+  if (window <= 32) return f(DeviceCoder<1, Wide>{});
+  if (window <= 64) return f(DeviceCoder<2, Wide>{});
+  if (window <= 128) return f(DeviceCoder<4, Wide>{});
+  return f(DeviceCoder<8, Wide>{});
 }
 
 }  // namespace
 
 Buffer encode_cuda(const Params& p, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
-  return with_groups(p.window, [&](auto coder) {
+  const auto encode = [&](auto coder) {
     coder.p = p;
     return chunked::encode_cuda(coder, input, input_bytes, stream);
-  });
+  };
+  return p.wide() ? with_groups<true>(p.window, encode) : with_groups<false>(p.window, encode);
 }
 
 void decode_cuda(const Params& p, const uint8_t* encoded, uint64_t encoded_bytes, uint8_t* output, uint64_t output_bytes,

@@ -7,16 +7,20 @@
 // d symbols back, 1 <= d <= window; the source may overlap the match: d < L repeats the last d
 // symbols). A chunk's code:
 //
-//   u8  S
+//   u8  S, | 0x80 when wide
 //   u16 T                        tokens (little-endian)
-//   token bytes, in order        literal: its S bytes; match: u8 L - min_match, u8 d - 1
+//   token bytes, in order        literal: its S bytes; match: u8 L - min_match, u8 d - 1, or
+//                                when wide a u16 (L - min_match) | (d - 1) << 5 (d <= 2048,
+//                                L <= min_match + 31)
 //   u8  flags[ceil(T / 8)]       bit t % 8 of byte t / 8: token t is a match
 //   the tail's n mod S bytes
 //
 // min_match is the stage's parameter, or for "auto" the shortest match a token makes
 // smaller: 3, 2, 1 symbols for S = 1, 2, 4. The parse (gpulz_parse.hh) is a pure function of
 // the chunk, so the CPU and the GPU write the same bytes. With symbol "auto" each chunk is
-// coded at every S and the smallest code kept (ties to the smaller S).
+// coded at every S and the smallest code kept (ties to the smaller S). With offset_bits 11 the
+// chunks are wide: besides the window's exhaustive probe, each position has one candidate from
+// up to 2048 symbols back (the latest earlier position with the same hash of its next 4 bytes).
 //
 // Ports: in (bytes) -> out (bytes).
 #pragma once
@@ -36,6 +40,8 @@ struct Params {
   uint32_t window = 64;     // symbols
   uint32_t symbol = 2;      // bytes; 0: auto (1, 2 and 4 tried per chunk)
   uint32_t min_match = 0;   // symbols; 0: auto
+  uint32_t offset_bits = 8; // 8: GPULZ's tokens; 11: wide (far candidates, matches up to 2048 back)
+  constexpr bool wide() const { return offset_bits == 11; }
 };
 
 // The shortest match a chunk of S-byte symbols codes.

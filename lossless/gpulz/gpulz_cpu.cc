@@ -1,5 +1,5 @@
-// CPU reference of GPULZ: each chunk probed (a distance at a time, probe_by_distance) and
-// parsed in turn (chunks in parallel, by the chunked-stream scaffold), decoded token by token.
+// CPU reference of GPULZ: each chunk probed (a distance at a time, probe_by_distance, and in
+// wide chunks each position's far candidate) and parsed in turn (chunks in parallel, by the chunked-stream scaffold), decoded token by token.
 #include <cstring>
 #include <vector>
 
@@ -12,16 +12,33 @@ namespace fzg::gpulz {
 
 namespace {
 
+// Each keyed position's far candidate (gpulz_parse.hh), the hash table updated position by
+// position, in place of its probe where it is taken.
+template <typename Sym>
+void add_far_candidates(const Sym* x, const uint8_t* bytes, uint32_t m, uint32_t window, uint32_t min_match,
+                        uint32_t* probes) {
+  std::vector<uint32_t> latest(far_table_size, ~0u);
+  for (uint32_t i = 0, keyed = keyed_positions(m, sizeof(Sym)); i < keyed; ++i) {
+    uint32_t& j = latest[far_hash(bytes + uint64_t(i) * sizeof(Sym))];
+    if (j != ~0u)
+      if (const uint32_t far = far_probe(x, i, j, m, window, probes[i] & 0xffu, min_match)) probes[i] = far;
+    j = i;
+  }
+}
+
 template <typename Sym>
 uint32_t encode_as(const Params& p, const uint8_t* in, uint32_t n, uint8_t* out, uint32_t capacity) {
   const uint32_t m = n / sizeof(Sym);
   std::vector<Sym> x(m);
   if (m) std::memcpy(x.data(), in, m * sizeof(Sym));
-  std::vector<uint32_t> best(m);
-  probe_by_distance(x.data(), m, p.window, best.data());
+  std::vector<uint32_t> probes(m);
+  probe_by_distance(x.data(), m, p.window, probes.data());
+  const uint32_t min_match = min_match_of(p, sizeof(Sym));
+  for (uint32_t& v : probes) v = probe_of(v);
+  if (p.wide()) add_far_candidates(x.data(), in, m, p.window, min_match, probes.data());
   std::vector<uint8_t> flags((m + 7) / 8);
-  return write_chunk(x.data(), m, [&](uint32_t i) { return probe_of(best[i]); }, min_match_of(p, sizeof(Sym)),
-                     in + m * sizeof(Sym), n % sizeof(Sym), out, capacity, flags.data());
+  return write_chunk(x.data(), m, [&](uint32_t i) { return probes[i]; }, min_match, p.wide(), in + m * sizeof(Sym),
+                     n % sizeof(Sym), out, capacity, flags.data());
 }
 
 class Coder final : public chunked::ChunkCoder {
@@ -50,7 +67,9 @@ class Coder final : public chunked::ChunkCoder {
     for (uint32_t t = 0; t < s.tokens; ++t) {
       if (flags[t / 8] >> (t % 8) & 1u) {
         require_data(pos + 2 <= s.tokens_end, "gpulz tokens");
-        const uint32_t len = in[pos] + min_match, d = in[pos + 1] + 1u;
+        uint32_t extra, d;
+        get_match(in + pos, s.wide, extra, d);
+        const uint32_t len = extra + min_match;
         require_data(d <= o && len <= s.symbols - o, "gpulz match");
         // Byte by byte, forwards: a source that overlaps the match repeats its last d symbols.
         uint8_t* to = out + uint64_t(o) * S;

@@ -18,6 +18,51 @@ constexpr uint32_t max_extra = 255;    // a match is at most min_match + 255 sym
 constexpr uint32_t max_window = 255;
 constexpr uint32_t header_bytes = 3;   // S, T
 
+// Wide matches (offset_bits 11): a match token is a u16, L - min_match in bits 0-4 and d - 1
+// in bits 5-15, so a match reaches 2048 symbols back at the cost of its length's range; the
+// chunk's first byte carries wide_flag beside S.
+constexpr uint32_t wide_flag = 0x80;
+constexpr uint32_t wide_length_bits = 5;
+constexpr uint32_t wide_reach = 2048;  // symbols
+constexpr uint32_t wide_extra = (1u << wide_length_bits) - 1;
+FZG_HOST_DEVICE constexpr uint32_t max_extra_of(bool wide) { return wide ? wide_extra : max_extra; }
+
+// A match token's two bytes: its length past min_match and its distance.
+FZG_HOST_DEVICE void put_match(uint8_t* at, uint32_t extra, uint32_t d, bool wide) {
+  const uint32_t v = wide ? extra | (d - 1) << wide_length_bits : extra | (d - 1) << 8;
+  at[0] = uint8_t(v), at[1] = uint8_t(v >> 8);
+}
+FZG_HOST_DEVICE void get_match(const uint8_t* at, bool wide, uint32_t& extra, uint32_t& d) {
+  const uint32_t v = uint32_t(at[0]) | uint32_t(at[1]) << 8;
+  extra = wide ? v & wide_extra : v & 0xffu;
+  d = (wide ? v >> wide_length_bits : v >> 8) + 1;
+}
+
+// Far candidates (wide chunks only), LZ4's rule: each position with 4 bytes of symbols from it
+// is hashed (its 4 bytes, little-endian, times Knuth's constant, the top far_hash_bits bits);
+// its candidate is the latest earlier position with the same hash (every keyed position is
+// recorded in turn, whatever the parse), taken when it lies past the window and within
+// wide_reach and its match (up to probe_cap) is at least min_match and longer than the near
+// probe's (a near match wins a tie: it is nearer).
+constexpr uint32_t far_hash_bits = 12;
+constexpr uint32_t far_table_size = 1u << far_hash_bits;
+FZG_HOST_DEVICE uint32_t far_hash(const uint8_t* at) {
+  const uint32_t key = uint32_t(at[0]) | uint32_t(at[1]) << 8 | uint32_t(at[2]) << 16 | uint32_t(at[3]) << 24;
+  return (key * 2654435761u) >> (32 - far_hash_bits);
+}
+// Positions of m symbols of S bytes that have a key.
+FZG_HOST_DEVICE constexpr uint32_t keyed_positions(uint32_t m, uint32_t S) { return m * S >= 4 ? m - (4 + S - 1) / S + 1 : 0; }
+// The far candidate j's match from i, given as a probe (length | d << 8), or 0 where it is not taken.
+template <typename Sym>
+FZG_HOST_DEVICE uint32_t far_probe(const Sym* x, uint32_t i, uint32_t j, uint32_t m, uint32_t window,
+                                   uint32_t near_len, uint32_t min_match) {
+  if (j >= i || i - j <= window || i - j > wide_reach) return 0;
+  const uint32_t cap = m - i < probe_cap ? m - i : probe_cap;
+  uint32_t len = 0;
+  while (len < cap && x[i + len] == x[j + len]) ++len;
+  return len >= min_match && len > near_len ? len | (i - j) << 8 : 0;
+}
+
 // A probe: its length (at most probe_cap) in bits 0-7, its distance in bits 8-15.
 template <typename Sym>
 FZG_HOST_DEVICE uint32_t probe(const Sym* x, uint32_t i, uint32_t m, uint32_t window) {
@@ -76,11 +121,11 @@ inline void probe_by_distance(const Sym* x, uint32_t m, uint32_t window, uint32_
 // (probe_at(i), as `probe` returns it), into out[0, capacity); `flags` has room for
 // ceil(m / 8) bytes. Returns the size, or capacity + 1 when the code would not fit.
 template <typename Sym, typename ProbeAt>
-FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, ProbeAt probe_at, uint32_t min_match,
+FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, ProbeAt probe_at, uint32_t min_match, bool wide,
                                      const uint8_t* tail, uint32_t tail_bytes, uint8_t* out, uint32_t capacity,
                                      uint8_t* flags) {
   constexpr uint32_t S = sizeof(Sym);
-  const uint32_t max_len = min_match + max_extra;
+  const uint32_t max_len = min_match + max_extra_of(wide);
   uint32_t pos = header_bytes, t = 0, bits = 0;  // bits: the flags of the current 8 tokens
   for (uint32_t i = 0; i < m; ++t) {
     const uint32_t here = probe_at(i);
@@ -92,8 +137,7 @@ FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, ProbeAt probe_at,
       if (len == probe_cap)
         while (len < max_len && i + len < m && x[i + len] == x[i + len - d]) ++len;
       if (pos + 2 > capacity) return capacity + 1;
-      out[pos] = uint8_t(len - min_match);
-      out[pos + 1] = uint8_t(d - 1);
+      put_match(out + pos, len - min_match, d, wide);
       pos += 2;
       bits |= 1u << (t % 8);
       i += len;
@@ -109,7 +153,7 @@ FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, ProbeAt probe_at,
   if (t % 8) flags[t / 8] = uint8_t(bits);
   const uint32_t flag_bytes = (t + 7) / 8;
   if (pos + flag_bytes + tail_bytes > capacity) return capacity + 1;
-  out[0] = uint8_t(S);
+  out[0] = uint8_t(S | (wide ? wide_flag : 0));
   out[1] = uint8_t(t), out[2] = uint8_t(t >> 8);
   for (uint32_t b = 0; b < flag_bytes; ++b) out[pos + b] = flags[b];
   for (uint32_t b = 0; b < tail_bytes; ++b) out[pos + flag_bytes + b] = tail[b];
@@ -119,10 +163,12 @@ FZG_HOST_DEVICE uint32_t write_chunk(const Sym* x, uint32_t m, ProbeAt probe_at,
 // A chunk's header, checked against its stored size: where its tokens end and its flags begin.
 struct ChunkShape {
   uint32_t S, tokens, symbols, tail, tokens_end;
+  bool wide;
 };
 FZG_HOST_DEVICE bool chunk_shape(const uint8_t* in, uint32_t size, uint32_t n, ChunkShape& s) {
   if (size < header_bytes) return false;
-  s.S = in[0];
+  s.S = in[0] & ~wide_flag;
+  s.wide = (in[0] & wide_flag) != 0;
   if (s.S != 1 && s.S != 2 && s.S != 4) return false;
   s.tokens = uint32_t(in[1]) | uint32_t(in[2]) << 8;
   s.symbols = n / s.S, s.tail = n % s.S;
