@@ -49,14 +49,19 @@ constexpr uint32_t few_matches = 1;
 
 __host__ __device__ constexpr uint32_t align16(uint32_t n) { return (n + 15) / 16 * 16; }
 
-// A probe (length | d << 8, as `probe` gives it) in the u16 shared memory keeps a position:
-// the length (at most probe_cap) in bits 0-4, d - 1 (below wide_reach) in bits 5-15; 0: none.
-static_assert(probe_cap < 32 && wide_reach <= 2048, "a probe fits 16 bits");
+// A probe (length | d << 8, as `probe` gives it) as the u16 shared memory keeps a position's:
+// narrow, as it is (d <= 255); wide, the length (at most probe_cap) in bits 0-4 and d - 1 (below
+// wide_reach) in bits 5-15. 0: none.
+static_assert(probe_cap < 32 && wide_reach <= 2048, "a wide probe fits 16 bits");
+template <bool Wide>
 __device__ __forceinline__ uint16_t pack_probe(uint32_t probe) {
-  return probe ? uint16_t((probe & 0xffu) | ((probe >> 8) - 1) << 5) : uint16_t(0);
+  if constexpr (Wide) return probe ? uint16_t((probe & 0xffu) | ((probe >> 8) - 1) << 5) : uint16_t(0);
+  return uint16_t(probe);
 }
-__device__ __forceinline__ uint32_t probe_length(uint32_t packed) { return packed & 31u; }
-__device__ __forceinline__ uint32_t probe_distance(uint32_t packed) { return (packed >> 5) + 1; }
+template <bool Wide>
+__device__ __forceinline__ uint32_t probe_length(uint32_t packed) { return Wide ? packed & 31u : packed & 0xffu; }
+template <bool Wide>
+__device__ __forceinline__ uint32_t probe_distance(uint32_t packed) { return Wide ? (packed >> 5) + 1 : packed >> 8; }
 
 // One chunk's encode in shared memory: the symbols behind `front` bytes (x[i - d] is read for
 // every d a lane's words hold, then masked), the probes, the walk's words a window and the flag
@@ -456,7 +461,7 @@ struct DeviceCoder {
     const auto window = [&](uint32_t w, const Runs<G>& next, Runs<G>& cur) {
       runs_of(x, 32 * w, m, p.window, next, planes, lane, cur);
       const uint32_t probe = longest(cur, next, lane, min_match);
-      if (32 * w + lane < m) probes[32 * w + lane] = pack_probe(probe);
+      if (32 * w + lane < m) probes[32 * w + lane] = pack_probe<Wide>(probe);
       if (w) planes.advance(x, int32_t(w) - 1, lane);
     };
     // Two windows a turn, the runs' registers swapping roles (no copy of the 4 G words).
@@ -492,8 +497,8 @@ struct DeviceCoder {
       if (keyed_here && (peers >> lane) == 1u) latest[h] = uint16_t(i);
       if (keyed_here && j != none) {
         const uint32_t near = probes[i];
-        const uint32_t far = far_probe(x, i, j, m, p.window, probe_length(near), min_match);
-        if (far) probes[i] = pack_probe(far);
+        const uint32_t far = far_probe(x, i, j, m, p.window, probe_length<Wide>(near), min_match);
+        if (far) probes[i] = pack_probe<Wide>(far);
       }
       __syncwarp();
     }
@@ -524,8 +529,8 @@ struct DeviceCoder {
     while (e < m) {
       const uint32_t w = e / 32, s = 32 * w, i = s + lane;
       if (w != open) close_window(w);
-      const uint32_t here = i < m ? probes[i] : 0u, len_here = probe_length(here);
-      const uint32_t len_next = i + 1 < m ? probe_length(probes[i + 1]) : 0u;
+      const uint32_t here = i < m ? probes[i] : 0u, len_here = probe_length<Wide>(here);
+      const uint32_t len_next = i + 1 < m ? probe_length<Wide>(probes[i + 1]) : 0u;
       // Lazy by one symbol, as write_chunk (probes below min_match are 0 here).
       const bool match = len_here >= min_match && !(len_here < probe_cap && len_next > len_here);
       const bool extends = match && len_here == probe_cap;
@@ -542,7 +547,7 @@ struct DeviceCoder {
       const uint32_t last_len = __shfl_sync(all_lanes, len, last);
       e = s + last + last_len;
       if (__shfl_sync(all_lanes, uint32_t(extends), last)) {
-        const uint32_t at = s + last, d = __shfl_sync(all_lanes, probe_distance(here), last);
+        const uint32_t at = s + last, d = __shfl_sync(all_lanes, probe_distance<Wide>(here), last);
         uint32_t total = probe_cap;
         for (;;) {  // as write_chunk, 32 symbols a step
           const uint32_t k = total + lane;
@@ -552,10 +557,14 @@ struct DeviceCoder {
           total += run;
           if (run < 32) break;
         }
-        // The match's length past min_match, for the writer, where no token starts: at its second
-        // symbol (a match to extend is probe_cap long).
+        // The match's length past min_match, for the writer: narrow, in the probe's length byte;
+        // wide (5 bits there), where no token starts, at its second symbol (a match to extend is
+        // probe_cap long).
         __syncwarp();  // every lane has read this window's probes
-        if (lane == 0) probes[at + 1] = uint16_t(total - min_match);
+        if (lane == 0) {
+          if constexpr (Wide) probes[at + 1] = uint16_t(total - min_match);
+          else probes[at] = uint16_t((total - min_match) | d << 8);
+        }
         __syncwarp();  // and reads them again
         longs |= 1u << last;
         e = at + total;
@@ -628,7 +637,8 @@ struct DeviceCoder {
       if (start && match) {
         const uint32_t probe = probes[i];
         const bool extended = walk.longs[w] >> lane & 1u;
-        put_match(out + at, extended ? probes[i + 1] : probe_length(probe) - min_match, probe_distance(probe), Wide);
+        const uint32_t length = probe_length<Wide>(probe), extra = !extended ? length - min_match : Wide ? probes[i + 1] : length;
+        put_match(out + at, extra, probe_distance<Wide>(probe), Wide);
       } else if (start) {
 #pragma unroll
         for (uint32_t b = 0; b < S; ++b) out[at + b] = bytes[i * S + b];
