@@ -29,7 +29,11 @@ FZG_HOST_DEVICE constexpr uint32_t max_extra_of(bool wide) { return wide ? wide_
 
 // A match token's two bytes: its length past min_match and its distance.
 FZG_HOST_DEVICE void put_match(uint8_t* at, uint32_t extra, uint32_t d, bool wide) {
-  const uint32_t v = wide ? extra | (d - 1) << wide_length_bits : extra | (d - 1) << 8;
+  if (!wide) {
+    at[0] = uint8_t(extra), at[1] = uint8_t(d - 1);
+    return;
+  }
+  const uint32_t v = extra | (d - 1) << wide_length_bits;
   at[0] = uint8_t(v), at[1] = uint8_t(v >> 8);
 }
 FZG_HOST_DEVICE void get_match(const uint8_t* at, bool wide, uint32_t& extra, uint32_t& d) {
