@@ -384,6 +384,7 @@ TEST(Gpulz, TheWideFormatDecodesAsDocumented) {
   std::string expected;
   for (int k = 0; k < 37; ++k) expected += "abc"[k % 3];
   EXPECT_EQ(std::string(out.begin(), out.end()), expected);
+  EXPECT_EQ(round_trip(wide(params(256, 64, 1)), out), stream);  // the CPU's own code of these bytes
   // A distance of 2048 symbols is the farthest a wide match names; its token reads back so.
   uint8_t token[2];
   uint32_t extra, d;
