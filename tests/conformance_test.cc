@@ -59,6 +59,8 @@ std::vector<StageCase> stage_cases() {
       {"gpulz", {{"chunk", 256}, {"window", 255}, {"symbol", "1"}}},
       {"gpulz", {{"chunk", 2048}, {"window", 32}, {"symbol", "4"}, {"min_match", 3}}},
       {"gpulz", {{"chunk", 1024}, {"window", 128}, {"symbol", "auto"}}},
+      {"gpulz", {{"offset_bits", 11}}},  // wide chunks
+      {"gpulz", {{"chunk", 4096}, {"window", 1}, {"symbol", "auto"}, {"offset_bits", 11}}},
       {"huffman", json::object()},
       {"huffman", {{"symbol", 1}, {"chunk", 1024}, {"max_length", 8}}},
       {"huffman", {{"symbol", 2}, {"chunk", 4096}, {"max_length", 14}}},

@@ -130,7 +130,8 @@ TEST(Gpulz, WideMatchesReachPastTheWindow) {
     const size_t period = 1 + rng() % 40, copies = 2 + rng() % 8;
     for (size_t k = 0; k < period * copies && i < short_periods.size(); ++k, ++i)
       short_periods[i] = uint8_t(k % period * 29 + period);
-    for (size_t k = 0; k < 1 + rng() % 60 && i < short_periods.size(); ++k, ++i) short_periods[i] = uint8_t(rng());
+    for (size_t k = 0, noise = 1 + rng() % 60; k < noise && i < short_periods.size(); ++k, ++i)
+      short_periods[i] = uint8_t(rng());
   }
   for (uint32_t chunk : {2048u, 16384u})
     for (uint32_t window : {1u, 32u, 255u})
