@@ -637,7 +637,8 @@ struct DeviceCoder {
       if (start && match) {
         const uint32_t probe = probes[i];
         const bool extended = walk.longs[w] >> lane & 1u;
-        const uint32_t length = probe_length<Wide>(probe), extra = !extended ? length - min_match : Wide ? probes[i + 1] : length;
+        const uint32_t length = probe_length<Wide>(probe);
+        const uint32_t extra = !extended ? length - min_match : Wide ? probes[i + 1] : length;
         put_match(out + at, extra, probe_distance<Wide>(probe), Wide);
       } else if (start) {
 #pragma unroll

@@ -1,5 +1,6 @@
 // CPU reference of GPULZ: each chunk probed (a distance at a time, probe_by_distance, and in
-// wide chunks each position's far candidate) and parsed in turn (chunks in parallel, by the chunked-stream scaffold), decoded token by token.
+// wide chunks each position's far candidate) and parsed in turn (chunks in parallel, by the
+// chunked-stream scaffold), decoded token by token.
 #include <cstring>
 #include <vector>
 

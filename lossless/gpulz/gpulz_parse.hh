@@ -55,7 +55,9 @@ FZG_HOST_DEVICE uint32_t far_hash(const uint8_t* at) {
   return (key * 2654435761u) >> (32 - far_hash_bits);
 }
 // Positions of m symbols of S bytes that have a key.
-FZG_HOST_DEVICE constexpr uint32_t keyed_positions(uint32_t m, uint32_t S) { return m * S >= 4 ? m - (4 + S - 1) / S + 1 : 0; }
+FZG_HOST_DEVICE constexpr uint32_t keyed_positions(uint32_t m, uint32_t S) {
+  return m * S >= 4 ? m - (4 + S - 1) / S + 1 : 0;
+}
 // The far candidate j's match from i, given as a probe (length | d << 8), or 0 where it is not taken.
 template <typename Sym>
 FZG_HOST_DEVICE uint32_t far_probe(const Sym* x, uint32_t i, uint32_t j, uint32_t m, uint32_t window,
