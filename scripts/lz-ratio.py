@@ -13,8 +13,8 @@ With no fields: a 256^3 power-law field (../shared/tools/gen_field.py, slope 11/
 #17's measure and of scripts/bench-gpulz.sh's p100), fzg's turbulent 256^3 and the real
 fields of ../shared/datasets (with their fill values). --gpulz lists chunk:window:symbol
 settings, each a column (the first is configs/gpulz.json's), a fourth field the offset bits (11:
-wide matches). Ratios depend on the bytes
-alone, so any machine measures them: the CPU and GPU write the same files."""
+wide matches). Ratios depend on the bytes alone, so any machine measures them: the CPU and GPU
+write the same files."""
 import argparse
 import json
 import os
@@ -46,12 +46,15 @@ def run(*args):
         sys.exit("lz-ratio.py: %s failed: %s" % (" ".join(map(str, args[:2])), done.stderr.strip()))
 
 
-def stored_streams(fzg, path, name):
-    """The bytes of stream `name`, every chunk's in turn, and their total size."""
+def stream_parts(fzg, path, name):
+    """Stream `name`'s record in each chunk, in turn (`fzg info --json`: offset, size_bytes)."""
     info = json.loads(subprocess.run([fzg, "info", "--json", path], check=True, capture_output=True).stdout)
+    return [s for c in info["chunks"] for s in c["streams"] if s["name"] == name]
+
+
+def stream_bytes(fzg, path, name):
     blob = open(path, "rb").read()
-    parts = [s for c in info["chunks"] for s in c["streams"] if s["name"] == name]
-    return b"".join(blob[s["offset"]:s["offset"] + s["size_bytes"]] for s in parts)
+    return b"".join(blob[s["offset"]:s["offset"] + s["size_bytes"]] for s in stream_parts(fzg, path, name))
 
 
 def write_config(path, stages, store):
@@ -67,7 +70,11 @@ def main():
     ap.add_argument("--gpulz", default="2048:64:2,8192:255:1,8192:255:1:11",
                     help="chunk:window:symbol[:offset_bits], comma separated")
     args = ap.parse_args()
-    work = tempfile.mkdtemp()
+    with tempfile.TemporaryDirectory() as work:
+        compare(args, work)
+
+
+def compare(args, work):
     fields = []
     for spec in args.fields:
         parts = spec.split(":")
@@ -84,16 +91,17 @@ def main():
     predict = {"id": "predict", "type": "lorenzo", "inputs": {"field": "input"}}
     codes_config = os.path.join(work, "codes.json")
     write_config(codes_config, [predict], ["predict.codes", "predict.outliers"])
-    settings = [tuple(int(v) for v in s.split(":")) + (8,) for s in args.gpulz.split(",")]
+    specs = args.gpulz.split(",")
     gpulz_configs = []
-    for chunk, window, symbol, offset_bits in (s[:4] for s in settings):
+    for spec in specs:
+        chunk, window, symbol, offset_bits = ([int(v) for v in spec.split(":")] + [8])[:4]
         path = os.path.join(work, "gpulz_%d_%d_%d_%d.json" % (chunk, window, symbol, offset_bits))
         write_config(path, [predict, {"id": "lz", "type": "gpulz", "inputs": {"in": "predict.codes"},
                                       "params": {"chunk": chunk, "window": window, "symbol": symbol,
                                                  "offset_bits": offset_bits}}],
                      ["lz.out", "predict.outliers"])
         gpulz_configs.append(path)
-    heads = ["GPULZ " + ":".join(map(str, s[:4] if s[3] != 8 else s[:3])) for s in settings] + ["LZ4", "Snappy"]
+    heads = ["GPULZ " + spec for spec in specs] + ["LZ4", "Snappy"]
     print("ratio of the u16 code bytes (GPULZ chunk:window:symbol; LZ4, Snappy on 64 KiB chunks)")
     print("%-14s %-5s %12s" % ("field", "rel", "code bytes") + "".join(" %15s" % h for h in heads))
     out = os.path.join(work, "x.fzg")
@@ -102,11 +110,11 @@ def main():
         for rel in args.rel.split(","):
             common = ["-i", path, "-l", dims, "-m", "rel", "-e", rel, "--device", "cpu", "-o", out] + extra
             run(args.fzg, "compress", "-c", codes_config, *common)
-            codes = stored_streams(args.fzg, out, "predict.codes")
+            codes = stream_bytes(args.fzg, out, "predict.codes")
             row = []
             for config in gpulz_configs:
                 run(args.fzg, "compress", "-c", config, *common)
-                row.append(len(codes) / len(stored_streams(args.fzg, out, "lz.out")))
+                row.append(len(codes) / sum(s["size_bytes"] for s in stream_parts(args.fzg, out, "lz.out")))
             row.append(chunked_ratio(codes, lambda b: lz4.block.compress(b, store_size=False)))
             row.append(chunked_ratio(codes, snappy.compress))
             best = max(row[:-2])
