@@ -140,7 +140,9 @@ TEST(Gpulz, WideMatchesReachPastTheWindow) {
                      std::to_string(symbol));
         const uint64_t narrow = round_trip(params(chunk, window, symbol), echoes).size();
         const uint64_t far = round_trip(wide(params(chunk, window, symbol)), echoes).size();
-        if (symbol == 1 && chunk == 16384) EXPECT_LT(far, narrow * 4 / 5) << narrow;  // most sources in the chunk
+        if (symbol == 1 && chunk == 16384) {
+          EXPECT_LT(far, narrow * 4 / 5) << narrow;  // most sources in the chunk
+        }
         EXPECT_LT(far, echoes.size());
         round_trip(wide(params(chunk, window, symbol)), short_periods);
       }
@@ -154,6 +156,43 @@ TEST(Gpulz, WideMatchesStopAtTheirLongestLength) {
   const uint32_t matches = (4096 - 1 + 33) / 34, tokens = 1 + matches;
   EXPECT_EQ(stream.size(), 4 + gpulz::header_bytes + 1 + 2 * matches + (tokens + 7) / 8);
   EXPECT_EQ(stream[4], 1 | gpulz::wide_flag);
+}
+
+// A hash's four latest positions are its candidates, newest first: three that match 4 bytes,
+// then one that matches 40, which the wide encoder takes (one candidate a hash would give the
+// newest, 200 back).
+TEST(Gpulz, WideCandidatesAreAHashsFourLatestPositions) {
+  // A background of period 7 (bytes below 7: it compresses), a pattern of 40 bytes from 0x80 at
+  // 100 and again at 1000, its first 4 bytes at 600, 700 and 800.
+  std::vector<uint8_t> x(2048);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = uint8_t(i % 7);
+  const std::vector<uint8_t> pattern = random_bytes(40, 91);
+  for (size_t k = 0; k < 40; ++k) x[1000 + k] = x[100 + k] = uint8_t(pattern[k] | 0x80);
+  for (size_t at : {600, 700, 800}) {
+    for (size_t k = 0; k < 4; ++k) x[at + k] = x[100 + k];
+    x[at + 4] = uint8_t(~x[104]);
+  }
+  const std::vector<uint8_t> stream = round_trip(wide(params(2048, 32, 1)), x);
+  ASSERT_EQ(stream[4], 1 | gpulz::wide_flag);  // one coded chunk after its size
+  const uint32_t tokens = stream[5] | stream[6] << 8, min_match = 3;
+  const uint8_t* flags = stream.data() + stream.size() - (tokens + 7) / 8;
+  uint32_t at = 4 + gpulz::header_bytes, o = 0, found = 0;
+  for (uint32_t t = 0; t < tokens; ++t) {
+    if (!(flags[t / 8] >> (t % 8) & 1u)) {
+      ++at, ++o;
+      continue;
+    }
+    uint32_t extra, d;
+    gpulz::get_match(stream.data() + at, true, extra, d);
+    if (o == 1000) {
+      EXPECT_EQ(d, 900u);
+      EXPECT_EQ(extra + min_match, min_match + gpulz::wide_extra);  // the longest a token names
+      ++found;
+    }
+    at += 2, o += extra + min_match;
+  }
+  EXPECT_EQ(found, 1u);
+  EXPECT_EQ(o, 2048u);
 }
 
 // The encoders probe a distance at a time; `probe`, one position over every distance, is the

@@ -475,29 +475,61 @@ struct DeviceCoder {
     if (w) window(0, a, b);
   }
 
-  // Wide chunks: each keyed position's far candidate in place of its probe where it is taken
-  // (gpulz_parse.hh), 32 positions a step: a lane's latest earlier position of the same hash is
-  // the nearest lane below it with that hash (__match_any_sync), else the table's entry from the
-  // steps before; the step's last lane of each hash then records itself. The CPU's table, kept
-  // position by position, holds the same entries at every position.
+  // Wide chunks: each keyed position's best far candidate in place of its probe where one is
+  // taken (gpulz_parse.hh), 32 positions a step: a lane's latest earlier positions of the same
+  // hash are the lanes below it with that hash (__match_any_sync), nearest first, then the
+  // bucket's entries from the steps before (its far_ways u16, newest first, read as 8 bytes);
+  // the step's last lane of each hash then writes the bucket anew: the step's positions of the
+  // hash, newest first, then the old entries that still fit. The CPU's table, kept position by
+  // position, holds the same entries at every position.
   template <typename Sym>
   __device__ void far_candidates(const Sym* x, const uint8_t* bytes, uint32_t m, uint32_t min_match, uint16_t* probes,
                                  uint16_t* latest) const {
+    static_assert(far_ways == 4, "a bucket is 8 bytes");
     constexpr uint16_t none = 0xffff;  // m < 65535
     const uint32_t lane = threadIdx.x % 32, below = (1u << lane) - 1u, keyed = keyed_positions(m, sizeof(Sym));
     for (uint32_t k = lane; k < far_table_size; k += 32) latest[k] = none;
     __syncwarp();
+    auto* buckets = reinterpret_cast<uint2*>(latest);  // the layout aligns the table to 16 bytes
     for (uint32_t s = 0; s < keyed; s += 32) {  // uniform across the warp
       const uint32_t i = s + lane;
       const bool keyed_here = i < keyed;
-      const uint32_t h = keyed_here ? far_hash(bytes + i * sizeof(Sym)) : far_table_size + lane;  // no two alike
-      const uint32_t peers = __match_any_sync(all_lanes, h), earlier = peers & below;
-      const uint32_t j = earlier ? s + 31 - __clz(earlier) : keyed_here ? latest[h] : none;
+      const uint32_t h = keyed_here ? far_hash(bytes + i * sizeof(Sym)) : (1u << far_hash_bits) + lane;  // no two alike
+      const uint32_t peers = __match_any_sync(all_lanes, h);
+      const uint2 old = keyed_here ? buckets[h] : make_uint2(0xffffffffu, 0xffffffffu);
+      const auto old_entry = [&](uint32_t k) {  // a select, not an indexed array (local memory)
+        const uint32_t word = k < 2 ? old.x : old.y;
+        return k & 1u ? word >> 16 : word & 0xffffu;
+      };
       __syncwarp();  // every lane has read the table
-      if (keyed_here && (peers >> lane) == 1u) latest[h] = uint16_t(i);
-      if (keyed_here && j != none) {
-        const uint32_t near = probes[i];
-        const uint32_t far = far_probe(x, i, j, m, p.window, probe_length<Wide>(near), min_match);
+      if (keyed_here && (peers >> lane) == 1u) {
+        uint32_t entry[far_ways], left = peers, n = 0;
+#pragma unroll
+        for (uint32_t k = 0; k < far_ways; ++k) {
+          if (left) {
+            const uint32_t q = 31 - __clz(left);
+            left &= ~(1u << q), ++n;
+            entry[k] = s + q;
+          } else {
+            entry[k] = old_entry(k - n);
+          }
+        }
+        buckets[h] = make_uint2(entry[0] | entry[1] << 16, entry[2] | entry[3] << 16);
+      }
+      if (keyed_here) {
+        const uint32_t step = __popc(peers & below);
+        uint32_t earlier = peers & below;
+        const uint32_t far = best_far(x, i, m, p.window, probe_length<Wide>(probes[i]), min_match,
+                                      [&](uint32_t k, uint32_t& j) {
+                                        if (earlier) {
+                                          const uint32_t q = 31 - __clz(earlier);
+                                          earlier &= ~(1u << q);
+                                          j = s + q;
+                                          return true;
+                                        }
+                                        j = old_entry(k - step);
+                                        return j != none;
+                                      });
         if (far) probes[i] = pack_probe<Wide>(far);
       }
       __syncwarp();

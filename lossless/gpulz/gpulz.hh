@@ -19,8 +19,8 @@
 // smaller: 3, 2, 1 symbols for S = 1, 2, 4. The parse (gpulz_parse.hh) is a pure function of
 // the chunk, so the CPU and the GPU write the same bytes. With symbol "auto" each chunk is
 // coded at every S and the smallest code kept (ties to the smaller S). With offset_bits 11 the
-// chunks are wide: besides the window's exhaustive probe, each position has one candidate from
-// up to 2048 symbols back (the latest earlier position with the same hash of its next 4 bytes).
+// chunks are wide: besides the window's exhaustive probe, each position has four candidates from
+// up to 2048 symbols back (the latest earlier positions with the same hash of its next 4 bytes).
 //
 // Ports: in (bytes) -> out (bytes).
 #pragma once

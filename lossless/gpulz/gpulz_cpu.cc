@@ -13,17 +13,22 @@ namespace fzg::gpulz {
 
 namespace {
 
-// Each keyed position's far candidate (gpulz_parse.hh), the hash table updated position by
-// position, in place of its probe where it is taken.
+// Each keyed position's far candidates (gpulz_parse.hh), the hash table updated position by
+// position, the best in place of its probe where one is taken.
 template <typename Sym>
 void add_far_candidates(const Sym* x, const uint8_t* bytes, uint32_t m, uint32_t window, uint32_t min_match,
                         uint32_t* probes) {
-  std::vector<uint32_t> latest(far_table_size, ~0u);
+  constexpr uint32_t none = ~0u;
+  std::vector<uint32_t> latest(far_table_size, none);
   for (uint32_t i = 0, keyed = keyed_positions(m, sizeof(Sym)); i < keyed; ++i) {
-    uint32_t& j = latest[far_hash(bytes + uint64_t(i) * sizeof(Sym))];
-    if (j != ~0u)
-      if (const uint32_t far = far_probe(x, i, j, m, window, probes[i] & 0xffu, min_match)) probes[i] = far;
-    j = i;
+    uint32_t* bucket = &latest[far_hash(bytes + uint64_t(i) * sizeof(Sym)) * far_ways];
+    const uint32_t far = best_far(x, i, m, window, probes[i] & 0xffu, min_match, [&](uint32_t k, uint32_t& j) {
+      j = bucket[k];
+      return j != none;
+    });
+    if (far) probes[i] = far;
+    std::memmove(bucket + 1, bucket, (far_ways - 1) * sizeof *bucket);
+    bucket[0] = i;
   }
 }
 

@@ -42,14 +42,17 @@ FZG_HOST_DEVICE void get_match(const uint8_t* at, bool wide, uint32_t& extra, ui
   d = (wide ? v >> wide_length_bits : v >> 8) + 1;
 }
 
-// Far candidates (wide chunks only), LZ4's rule: each position with 4 bytes of symbols from it
-// is hashed (its 4 bytes, little-endian, times Knuth's constant, the top far_hash_bits bits);
-// its candidate is the latest earlier position with the same hash (every keyed position is
-// recorded in turn, whatever the parse), taken when it lies past the window and within
-// wide_reach and its match (up to probe_cap) is at least min_match and longer than the near
-// probe's (a near match wins a tie: it is nearer).
-constexpr uint32_t far_hash_bits = 12;
-constexpr uint32_t far_table_size = 1u << far_hash_bits;
+// Far candidates (wide chunks only), after LZ4's rule: each position with 4 bytes of symbols
+// from it is hashed (its 4 bytes, little-endian, times Knuth's constant, the top far_hash_bits
+// bits); its candidates are the far_ways latest earlier positions with the same hash, newest
+// first (every keyed position is recorded in turn, whatever the parse). A candidate is taken
+// when it lies past the window and within wide_reach and its match (up to probe_cap) is at
+// least min_match and longer than the best before it, the near probe's first (a nearer match
+// wins a tie). One candidate a hash found a third less than four on the codes of turbulent
+// fields at rel 1e-4 (docs/PERFORMANCE.md); the table is as large as one candidate's was.
+constexpr uint32_t far_hash_bits = 10;
+constexpr uint32_t far_ways = 4;
+constexpr uint32_t far_table_size = far_ways << far_hash_bits;  // entries, a hash's newest first
 FZG_HOST_DEVICE uint32_t far_hash(const uint8_t* at) {
   const uint32_t key = uint32_t(at[0]) | uint32_t(at[1]) << 8 | uint32_t(at[2]) << 16 | uint32_t(at[3]) << 24;
   return (key * 2654435761u) >> (32 - far_hash_bits);
@@ -58,6 +61,18 @@ FZG_HOST_DEVICE uint32_t far_hash(const uint8_t* at) {
 FZG_HOST_DEVICE constexpr uint32_t keyed_positions(uint32_t m, uint32_t S) {
   return m * S >= 4 ? m - (4 + S - 1) / S + 1 : 0;
 }
+// The run of equal symbols from i and from j (x[i + k] == x[j + k] for k < the result), at most
+// cap: a symbol at a time, as the CPU compares (the GPU's compares 4 bytes a step, alike).
+template <typename Sym>
+struct SymbolRun {
+  const Sym* x;
+  FZG_HOST_DEVICE uint32_t operator()(uint32_t i, uint32_t j, uint32_t cap) const {
+    uint32_t len = 0;
+    while (len < cap && x[i + len] == x[j + len]) ++len;
+    return len;
+  }
+};
+
 // The far candidate j's match from i, given as a probe (length | d << 8), or 0 where it is not taken.
 template <typename Sym>
 FZG_HOST_DEVICE uint32_t far_probe(const Sym* x, uint32_t i, uint32_t j, uint32_t m, uint32_t window,
@@ -67,6 +82,17 @@ FZG_HOST_DEVICE uint32_t far_probe(const Sym* x, uint32_t i, uint32_t j, uint32_
   uint32_t len = 0;
   while (len < cap && x[i + len] == x[j + len]) ++len;
   return len >= min_match && len > near_len ? len | (i - j) << 8 : 0;
+}
+
+// i's best far match over its candidates, newest first (`candidate(k, j)` gives the k-th in j,
+// false past the last), as a probe, or 0 where none is taken.
+template <typename Sym, typename Candidate>
+FZG_HOST_DEVICE uint32_t best_far(const Sym* x, uint32_t i, uint32_t m, uint32_t window, uint32_t near_len,
+                                  uint32_t min_match, Candidate&& candidate) {
+  uint32_t best = 0, len = near_len, j = 0;
+  for (uint32_t k = 0; k < far_ways && len < probe_cap && candidate(k, j); ++k)
+    if (const uint32_t far = far_probe(x, i, j, m, window, len, min_match)) best = far, len = far & 0xffu;
+  return best;
 }
 
 // A probe: its length (at most probe_cap) in bits 0-7, its distance in bits 8-15.
