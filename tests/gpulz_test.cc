@@ -117,8 +117,8 @@ TEST(Gpulz, EveryWindowWidthAndMinimumMatchParsesAlike) {
 }
 
 // Wide chunks reach past the window: blocks of noise repeated 300 to 2000 symbols later are
-// found (the far candidates), at every symbol width, through hash collisions (a table of 4096
-// entries over chunks of up to 16384 positions) and hashes that recur within a warp's 32
+// found (the far candidates), at every symbol width, through hash collisions (a table of 1024
+// hashes over chunks of up to 16384 positions) and hashes that recur within a warp's 32
 // positions (periods below 32); a narrow stream of the same bytes finds none of them.
 TEST(Gpulz, WideMatchesReachPastTheWindow) {
   std::mt19937_64 rng(77);

@@ -48,8 +48,8 @@ FZG_HOST_DEVICE void get_match(const uint8_t* at, bool wide, uint32_t& extra, ui
 // first (every keyed position is recorded in turn, whatever the parse). A candidate is taken
 // when it lies past the window and within wide_reach and its match (up to probe_cap) is at
 // least min_match and longer than the best before it, the near probe's first (a nearer match
-// wins a tie). One candidate a hash found a third less than four on the codes of turbulent
-// fields at rel 1e-4 (docs/PERFORMANCE.md); the table is as large as one candidate's was.
+// wins a tie). Four rather than one lift the ratio most on turbulent fields' codes (+7.6 % at
+// rel 1e-4, docs/PERFORMANCE.md) in a table as large as one candidate's was.
 constexpr uint32_t far_hash_bits = 10;
 constexpr uint32_t far_ways = 4;
 constexpr uint32_t far_table_size = far_ways << far_hash_bits;  // entries, a hash's newest first
@@ -61,18 +61,6 @@ FZG_HOST_DEVICE uint32_t far_hash(const uint8_t* at) {
 FZG_HOST_DEVICE constexpr uint32_t keyed_positions(uint32_t m, uint32_t S) {
   return m * S >= 4 ? m - (4 + S - 1) / S + 1 : 0;
 }
-// The run of equal symbols from i and from j (x[i + k] == x[j + k] for k < the result), at most
-// cap: a symbol at a time, as the CPU compares (the GPU's compares 4 bytes a step, alike).
-template <typename Sym>
-struct SymbolRun {
-  const Sym* x;
-  FZG_HOST_DEVICE uint32_t operator()(uint32_t i, uint32_t j, uint32_t cap) const {
-    uint32_t len = 0;
-    while (len < cap && x[i + len] == x[j + len]) ++len;
-    return len;
-  }
-};
-
 // The far candidate j's match from i, given as a probe (length | d << 8), or 0 where it is not taken.
 template <typename Sym>
 FZG_HOST_DEVICE uint32_t far_probe(const Sym* x, uint32_t i, uint32_t j, uint32_t m, uint32_t window,
