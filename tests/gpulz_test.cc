@@ -148,14 +148,33 @@ TEST(Gpulz, WideMatchesReachPastTheWindow) {
       }
 }
 
-// A wide match is as long as min_match + 31 symbols: a run of zeros is a literal, then matches
-// of that length from one symbol back.
+// A wide match is as long as min_match + 31 symbols: "ab" repeated, under a window of 1 (no
+// narrow match: the chunk stays wide), is two literals, then matches of that length from two
+// back and the rest.
 TEST(Gpulz, WideMatchesStopAtTheirLongestLength) {
-  const std::vector<uint8_t> zeros(4096, 0);
-  const std::vector<uint8_t> stream = round_trip(wide(params(4096, 32, 1)), zeros);
-  const uint32_t matches = (4096 - 1 + 33) / 34, tokens = 1 + matches;
-  EXPECT_EQ(stream.size(), 4 + gpulz::header_bytes + 1 + 2 * matches + (tokens + 7) / 8);
+  std::vector<uint8_t> ab(4096);
+  for (size_t i = 0; i < ab.size(); ++i) ab[i] = "ab"[i % 2];
+  const std::vector<uint8_t> stream = round_trip(wide(params(4096, 1, 1)), ab);
+  const uint32_t matches = (4096 - 2 + 33) / 34, tokens = 2 + matches;
+  EXPECT_EQ(stream.size(), 4 + gpulz::header_bytes + 2 + 2 * matches + (tokens + 7) / 8);
   EXPECT_EQ(stream[4], 1 | gpulz::wide_flag);
+}
+
+// A wide stream codes a chunk narrow where that is smaller and its longest wide matches cover a
+// quarter of it or more (gpulz::try_narrow): a chunk of zeros is coded as a narrow stream codes
+// it; beside it, "ab" repeated under a window of 1 stays wide.
+TEST(Gpulz, NearlyConstantChunksOfAWideStreamAreCodedNarrow) {
+  const std::vector<uint8_t> zeros(4096, 0);
+  EXPECT_EQ(round_trip(wide(params(4096, 32, 1)), zeros), round_trip(params(4096, 32, 1), zeros));
+  std::vector<uint8_t> both(zeros);
+  for (size_t i = 0; i < 4096; ++i) both.push_back("ab"[i % 2]);
+  const std::vector<uint8_t> stream = round_trip(wide(params(4096, 1, 1)), both);
+  const uint32_t first = stream[0] | stream[1] << 8;  // the table: two sizes, coded chunks
+  ASSERT_LT(first, 4096u);
+  EXPECT_EQ(stream[8], 1u);
+  EXPECT_EQ(stream[8 + first], 1u | gpulz::wide_flag);
+  const std::vector<uint8_t> ab(both.begin() + 4096, both.end());  // one chunk each, a table entry each
+  EXPECT_EQ(stream.size(), round_trip(params(4096, 1, 1), zeros).size() + round_trip(wide(params(4096, 1, 1)), ab).size());
 }
 
 // A hash's four latest positions are its candidates, newest first: three that match 4 bytes,
@@ -172,7 +191,8 @@ TEST(Gpulz, WideCandidatesAreAHashsFourLatestPositions) {
     for (size_t k = 0; k < 4; ++k) x[at + k] = x[100 + k];
     x[at + 4] = uint8_t(~x[104]);
   }
-  const std::vector<uint8_t> stream = round_trip(wide(params(2048, 32, 1)), x);
+  // A window of 1: narrow matches cannot code the background, so the chunk stays wide.
+  const std::vector<uint8_t> stream = round_trip(wide(params(2048, 1, 1)), x);
   ASSERT_EQ(stream[4], 1 | gpulz::wide_flag);  // one coded chunk after its size
   const uint32_t tokens = stream[5] | stream[6] << 8, min_match = 3;
   const uint8_t* flags = stream.data() + stream.size() - (tokens + 7) / 8;

@@ -77,8 +77,8 @@ struct EncodeLayout {
   __host__ __device__ uint32_t token_base() const { return longs() + 4 * windows(); }  // and the totals
   __host__ __device__ uint32_t byte_base() const { return token_base() + 4 * windows() + 4; }
   __host__ __device__ uint32_t flags() const { return byte_base() + 4 * windows() + 4; }  // u32 a 32 tokens
-  __host__ __device__ uint32_t result() const { return flags() + 4 * windows(); }         // u32
-  __host__ __device__ uint32_t trial() const { return align16(result() + 4); }
+  __host__ __device__ uint32_t result() const { return flags() + 4 * windows(); }  // u32 size, u32 longest
+  __host__ __device__ uint32_t trial() const { return align16(result() + 8); }
   __host__ __device__ uint32_t far_table(bool with_trial) const { return trial() + (with_trial ? align16(C) : 0); }
   __host__ __device__ uint32_t bytes(bool with_trial, bool wide) const {  // u16 an entry
     return far_table(with_trial) + (wide ? 2 * far_table_size : 0);
@@ -414,8 +414,21 @@ struct DeviceCoder {
     }
   }
 
+  // A wide chunk, and where try_narrow says so the narrow code too (its size first, then its
+  // bytes where it is smaller: a second output buffer would take shared memory from every chunk).
   template <typename Sym>
   __device__ uint32_t encode_as(uint32_t n, uint8_t* out, uint32_t capacity, uint8_t* shared) const {
+    if (!Wide) return code_as<false, Sym>(n, out, capacity, shared, true);
+    const uint32_t size = code_as<Wide, Sym>(n, out, capacity, shared, true);
+    const uint32_t longest = reinterpret_cast<const uint32_t*>(shared + layout().result())[1];
+    if (size > capacity || !try_narrow(longest, n / sizeof(Sym))) return size;
+    if (code_as<false, Sym>(n, out, capacity, shared, false) >= size) return size;
+    return code_as<false, Sym>(n, out, capacity, shared, true);
+  }
+
+  // The chunk's code into `out` (W: wide), or with `emit` false its size alone.
+  template <bool W, typename Sym>
+  __device__ uint32_t code_as(uint32_t n, uint8_t* out, uint32_t capacity, uint8_t* shared, bool emit) const {
     constexpr uint32_t S = sizeof(Sym);
     const EncodeLayout l = layout();
     const uint32_t m = n / S, windows = (m + 31) / 32, min_match = min_match_of(p, S);
@@ -427,32 +440,32 @@ struct DeviceCoder {
     auto words = [&](uint32_t at) { return reinterpret_cast<uint32_t*>(shared + at); };
     const Walk walk{words(l.starts()), words(l.matches()), words(l.longs()), words(l.token_base()),
                     words(l.byte_base())};
-    probe_windows(x, m, min_match, probes);
-    if constexpr (Wide) {
+    probe_windows<W>(x, m, min_match, probes);
+    if constexpr (W) {
       __syncthreads();
       far_candidates(x, bytes, m, min_match, probes, reinterpret_cast<uint16_t*>(shared + l.far_table(p.symbol == 0)));
     }
     for (uint32_t k = threadIdx.x; k < windows; k += blockDim.x) flags[k] = 0;
     __syncthreads();
-    if (threadIdx.x < 32) walk_tokens(x, m, min_match, capacity, n % S, probes, walk, result);
+    if (threadIdx.x < 32) walk_tokens<W>(x, m, min_match, capacity, n % S, probes, walk, result);
     __syncthreads();
     const uint32_t size = *result;
-    if (size <= capacity) write_tokens<Sym>(bytes, m, min_match, windows, probes, walk, flags, out);
+    if (emit && size <= capacity) write_tokens<W, Sym>(bytes, m, min_match, windows, probes, walk, flags, out);
     __syncthreads();
-    if (size <= capacity) {
+    if (emit && size <= capacity) {
       const uint32_t tokens = walk.token_base[windows], token_bytes = header_bytes + walk.byte_base[windows];
       const uint32_t flag_bytes = (tokens + 7) / 8, tail = n % S;
       for (uint32_t b = threadIdx.x; b < flag_bytes + tail; b += blockDim.x)
         out[token_bytes + b] = b < flag_bytes ? uint8_t(flags[b / 4] >> (8 * (b % 4))) : bytes[m * S + b - flag_bytes];
       if (threadIdx.x == 0)
-        out[0] = uint8_t(S | (Wide ? wide_flag : 0)), out[1] = uint8_t(tokens), out[2] = uint8_t(tokens >> 8);
+        out[0] = uint8_t(S | (W ? wide_flag : 0)), out[1] = uint8_t(tokens), out[2] = uint8_t(tokens >> 8);
     }
     __syncthreads();  // the result, probes and walk are rewritten by the next width or chunk
     return size;
   }
 
   // Every position's probe into probes[0, m), the windows from the last (past it: no equalities).
-  template <typename Sym>
+  template <bool W, typename Sym>
   __device__ void probe_windows(const Sym* x, uint32_t m, uint32_t min_match, uint16_t* probes) const {
     const uint32_t lane = threadIdx.x % 32;
     PlanesFor<Sym, G> planes;
@@ -461,7 +474,7 @@ struct DeviceCoder {
     const auto window = [&](uint32_t w, const Runs<G>& next, Runs<G>& cur) {
       runs_of(x, 32 * w, m, p.window, next, planes, lane, cur);
       const uint32_t probe = longest(cur, next, lane, min_match);
-      if (32 * w + lane < m) probes[32 * w + lane] = pack_probe<Wide>(probe);
+      if (32 * w + lane < m) probes[32 * w + lane] = pack_probe<W>(probe);
       if (w) planes.advance(x, int32_t(w) - 1, lane);
     };
     // Two windows a turn, the runs' registers swapping roles (no copy of the 4 G words).
@@ -536,14 +549,15 @@ struct DeviceCoder {
     }
   }
 
-  // Warp 0: the tokens' starts, window by window (the walk in the file comment); *result: the
-  // chunk's size, or capacity + 1 once its tokens outgrow it.
-  template <typename Sym>
+  // Warp 0: the tokens' starts, window by window (the walk in the file comment); result[0]: the
+  // chunk's size, or capacity + 1 once its tokens outgrow it; result[1]: the symbols its matches
+  // of the longest length cover (try_narrow).
+  template <bool W, typename Sym>
   __device__ void walk_tokens(const Sym* x, uint32_t m, uint32_t min_match, uint32_t capacity, uint32_t tail,
                               uint16_t* probes, const Walk& walk, uint32_t* result) const {
     constexpr uint32_t S = sizeof(Sym);
-    const uint32_t lane = threadIdx.x, max_len = min_match + max_extra_of(Wide), windows = (m + 31) / 32;
-    uint32_t e = 0, tokens = 0, token_bytes = 0, open = 0, starts = 0, matches = 0, longs = 0;
+    const uint32_t lane = threadIdx.x, max_len = min_match + max_extra_of(W), windows = (m + 31) / 32;
+    uint32_t e = 0, tokens = 0, token_bytes = 0, open = 0, starts = 0, matches = 0, longs = 0, longest = 0;
     bool fits = true;
     // The open window is done; the windows up to `to` start where the walk is (those before it
     // hold no start: a match spans them), a lane each.
@@ -561,8 +575,8 @@ struct DeviceCoder {
     while (e < m) {
       const uint32_t w = e / 32, s = 32 * w, i = s + lane;
       if (w != open) close_window(w);
-      const uint32_t here = i < m ? probes[i] : 0u, len_here = probe_length<Wide>(here);
-      const uint32_t len_next = i + 1 < m ? probe_length<Wide>(probes[i + 1]) : 0u;
+      const uint32_t here = i < m ? probes[i] : 0u, len_here = probe_length<W>(here);
+      const uint32_t len_next = i + 1 < m ? probe_length<W>(probes[i + 1]) : 0u;
       // Lazy by one symbol, as write_chunk (probes below min_match are 0 here).
       const bool match = len_here >= min_match && !(len_here < probe_cap && len_next > len_here);
       const bool extends = match && len_here == probe_cap;
@@ -579,7 +593,7 @@ struct DeviceCoder {
       const uint32_t last_len = __shfl_sync(all_lanes, len, last);
       e = s + last + last_len;
       if (__shfl_sync(all_lanes, uint32_t(extends), last)) {
-        const uint32_t at = s + last, d = __shfl_sync(all_lanes, probe_distance<Wide>(here), last);
+        const uint32_t at = s + last, d = __shfl_sync(all_lanes, probe_distance<W>(here), last);
         uint32_t total = probe_cap;
         for (;;) {  // as write_chunk, 32 symbols a step
           const uint32_t k = total + lane;
@@ -594,11 +608,12 @@ struct DeviceCoder {
         // probe_cap long).
         __syncwarp();  // every lane has read this window's probes
         if (lane == 0) {
-          if constexpr (Wide) probes[at + 1] = uint16_t(total - min_match);
+          if constexpr (W) probes[at + 1] = uint16_t(total - min_match);
           else probes[at] = uint16_t((total - min_match) | d << 8);
         }
         __syncwarp();  // and reads them again
         longs |= 1u << last;
+        if (total == max_len) longest += total;
         e = at + total;
       }
       if (header_bytes + token_bytes > capacity) {
@@ -608,7 +623,7 @@ struct DeviceCoder {
     }
     if (fits) close_window(windows);  // the totals at index `windows`
     const uint32_t size = header_bytes + token_bytes + (tokens + 7) / 8 + tail;
-    if (lane == 0) *result = fits && size <= capacity ? size : capacity + 1;
+    if (lane == 0) result[0] = fits && size <= capacity ? size : capacity + 1, result[1] = longest;
   }
 
   // The window's token starts from lane `from` where few lanes start a match: the literals up to
@@ -654,7 +669,7 @@ struct DeviceCoder {
 
   // A window at a time: its tokens' bytes at their places, their flag bits ORed into `flags` (a
   // word may hold two windows' bits).
-  template <typename Sym>
+  template <bool W, typename Sym>
   __device__ void write_tokens(const uint8_t* bytes, uint32_t m, uint32_t min_match, uint32_t windows,
                                const uint16_t* probes, const Walk& walk, uint32_t* flags, uint8_t* out) const {
     constexpr uint32_t S = sizeof(Sym);
@@ -669,9 +684,9 @@ struct DeviceCoder {
       if (start && match) {
         const uint32_t probe = probes[i];
         const bool extended = walk.longs[w] >> lane & 1u;
-        const uint32_t length = probe_length<Wide>(probe);
-        const uint32_t extra = !extended ? length - min_match : Wide ? probes[i + 1] : length;
-        put_match(out + at, extra, probe_distance<Wide>(probe), Wide);
+        const uint32_t length = probe_length<W>(probe);
+        const uint32_t extra = !extended ? length - min_match : W ? probes[i + 1] : length;
+        put_match(out + at, extra, probe_distance<W>(probe), W);
       } else if (start) {
 #pragma unroll
         for (uint32_t b = 0; b < S; ++b) out[at + b] = bytes[i * S + b];

@@ -20,7 +20,8 @@
 // the chunk, so the CPU and the GPU write the same bytes. With symbol "auto" each chunk is
 // coded at every S and the smallest code kept (ties to the smaller S). With offset_bits 11 the
 // chunks are wide: besides the window's exhaustive probe, each position has four candidates from
-// up to 2048 symbols back (the latest earlier positions with the same hash of its next 4 bytes).
+// up to 2048 symbols back (the latest earlier positions with the same hash of its next 4 bytes);
+// a chunk of long runs, which narrow matches code in fewer tokens, may be coded narrow instead.
 //
 // Ports: in (bytes) -> out (bytes).
 #pragma once

@@ -41,10 +41,22 @@ uint32_t encode_as(const Params& p, const uint8_t* in, uint32_t n, uint8_t* out,
   probe_by_distance(x.data(), m, p.window, probes.data());
   const uint32_t min_match = min_match_of(p, sizeof(Sym));
   for (uint32_t& v : probes) v = probe_of(v);
-  if (p.wide()) add_far_candidates(x.data(), in, m, p.window, min_match, probes.data());
   std::vector<uint8_t> flags((m + 7) / 8);
-  return write_chunk(x.data(), m, [&](uint32_t i) { return probes[i]; }, min_match, p.wide(), in + m * sizeof(Sym),
-                     n % sizeof(Sym), out, capacity, flags.data());
+  uint32_t longest = 0;
+  const auto write = [&](const std::vector<uint32_t>& probe, bool wide, uint8_t* to) {
+    return write_chunk(x.data(), m, [&](uint32_t i) { return probe[i]; }, min_match, wide, in + m * sizeof(Sym),
+                       n % sizeof(Sym), to, capacity, flags.data(), &longest);
+  };
+  if (!p.wide()) return write(probes, false, out);
+  std::vector<uint32_t> far = probes;
+  add_far_candidates(x.data(), in, m, p.window, min_match, far.data());
+  const uint32_t size = write(far, true, out);
+  if (size > capacity || !try_narrow(longest, m)) return size;
+  std::vector<uint8_t> narrow(capacity);
+  const uint32_t narrow_size = write(probes, false, narrow.data());
+  if (narrow_size >= size) return size;
+  std::memcpy(out, narrow.data(), narrow_size);
+  return narrow_size;
 }
 
 class Coder final : public chunked::ChunkCoder {
