@@ -174,7 +174,8 @@ TEST(Gpulz, NearlyConstantChunksOfAWideStreamAreCodedNarrow) {
   EXPECT_EQ(stream[8], 1u);
   EXPECT_EQ(stream[8 + first], 1u | gpulz::wide_flag);
   const std::vector<uint8_t> ab(both.begin() + 4096, both.end());  // one chunk each, a table entry each
-  EXPECT_EQ(stream.size(), round_trip(params(4096, 1, 1), zeros).size() + round_trip(wide(params(4096, 1, 1)), ab).size());
+  EXPECT_EQ(stream.size(),
+            round_trip(params(4096, 1, 1), zeros).size() + round_trip(wide(params(4096, 1, 1)), ab).size());
 }
 
 // A hash's four latest positions are its candidates, newest first: three that match 4 bytes,

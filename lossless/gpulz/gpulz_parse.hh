@@ -141,7 +141,9 @@ inline void probe_by_distance(const Sym* x, uint32_t m, uint32_t window, uint32_
 // length (min_match + wide_extra) cover at least a quarter of its symbols; the narrow code is
 // kept where it is smaller. Such chunks are runs that narrow matches (up to min_match + 255)
 // code in fewer tokens: nearly constant codes lost 4x to narrow GPULZ in wide chunks.
-FZG_HOST_DEVICE constexpr bool try_narrow(uint32_t longest_symbols, uint32_t m) { return 4 * uint64_t(longest_symbols) >= m; }
+FZG_HOST_DEVICE constexpr bool try_narrow(uint32_t longest_symbols, uint32_t m) {
+  return 4 * uint64_t(longest_symbols) >= m;
+}
 
 // The code of chunk x[0, m) (S = sizeof(Sym)) and its tail, from every position's probe
 // (probe_at(i), as `probe` returns it), into out[0, capacity); `flags` has room for
