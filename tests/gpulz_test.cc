@@ -116,6 +116,38 @@ TEST(Gpulz, EveryWindowWidthAndMinimumMatchParsesAlike) {
         }
 }
 
+// Chunks of 8 and 16 KiB are coded on the GPU by a block, each phase spread over its warps (a
+// share of the windows each): runs of matches at the probe's cap whose length is carried from
+// position to position across windows and shares, and whose distance changes inside a run;
+// constant chunks (one explicit extension a run); walks that skip windows; far candidates from a
+// counting sort; every window width, symbol and min_match (CPU = GPU where a device is present).
+TEST(Gpulz, BlockCodedChunksParseAsTheWarpCodedOnes) {
+  std::mt19937_64 rng(29);
+  std::vector<std::vector<uint8_t>> inputs = {codes_like(3 * 16384 + 333, 37), std::vector<uint8_t>(2 * 16384 + 17, 0)};
+  std::vector<uint8_t> periodic(3 * 16384);  // periods of 1 to 300 bytes, runs of 5 to 80 periods
+  for (size_t i = 0; i < periodic.size();) {
+    const size_t period = 1 + rng() % 300, run = period * (5 + rng() % 76);
+    for (size_t k = 0; k < run && i < periodic.size(); ++k, ++i) periodic[i] = uint8_t(k % period * 37 + period);
+  }
+  inputs.push_back(periodic);
+  std::vector<uint8_t> sparse = random_bytes(2 * 16384 + 1, 43);  // repeats near and far over noise
+  for (size_t i = 64; i + 300 < sparse.size(); i += 1 + rng() % 60)
+    for (size_t k = 0, len = 2 + rng() % 40, d = 1 + rng() % (rng() % 2 ? 60 : 2000); k < len && k < i; ++k)
+      sparse[i + k] = sparse[i + k - std::min(d, i)];
+  inputs.push_back(sparse);
+  for (uint32_t chunk : {8192u, 16384u})
+    for (uint32_t window : {1u, 31u, 33u, 100u, 255u})
+      for (uint32_t symbol : {1u, 2u, 4u, 0u})
+        for (uint32_t min_match : {0u, 1u, 16u})
+          for (size_t k = 0; k < inputs.size(); ++k) {
+            SCOPED_TRACE("chunk " + std::to_string(chunk) + " window " + std::to_string(window) + " symbol " +
+                         std::to_string(symbol) + " min_match " + std::to_string(min_match) + " input " +
+                         std::to_string(k));
+            round_trip(params(chunk, window, symbol, min_match), inputs[k]);
+            round_trip(wide(params(chunk, window, symbol, min_match)), inputs[k]);
+          }
+}
+
 // Wide chunks reach past the window: blocks of noise repeated 300 to 2000 symbols later are
 // found (the far candidates), at every symbol width, through hash collisions (a table of 1024
 // hashes over chunks of up to 16384 positions) and hashes that recur within a warp's 32
