@@ -2,6 +2,7 @@
 // find (runs longer than the window, sources that overlap their match), raw chunks, odd
 // lengths, the format's own bytes, damage and parameters. The GPU's bytes are compared with
 // the CPU's wherever a device is present.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -401,6 +402,29 @@ TEST(Gpulz, CodesNearACentreRoundTripThroughEveryProbePath) {
           EXPECT_LT(round_trip(params(chunk, window, symbol), codes).size(), codes.size())
               << "sign-magnitude " << sign_magnitude << " window " << window << " chunk " << chunk << " symbol "
               << symbol;
+  }
+}
+
+// The GPU decodes chunks of 8 KiB and more straight into the output, symbols at a time, and
+// falls back to staging them where the output's address does not suit its symbols.
+TEST(Gpulz, LargeChunksDecodeOnTheGpuIntoAnyOutputAddress) {
+  FZG_REQUIRE_GPU();
+  const std::vector<uint8_t> codes = codes_like(3 * 8192 + 5, 61);
+  for (uint32_t symbol : {4u, 2u}) {
+    const auto stage = make_stage("gpulz", {{"chunk", 8192}, {"window", 64}, {"symbol", std::to_string(symbol)}});
+    StageContext ctx;
+    ctx.dtype = DType::u8;
+    ctx.field_dims = ctx.dims = Dims::make({codes.size()});
+    ctx.device = Device::cuda;
+    const std::vector<Buffer> encoded = stage->encode(ctx, {to_device(testing::host_buffer(codes), nullptr)});
+    for (size_t offset : {0u, 1u, 2u, 4u}) {
+      const Buffer output = Buffer::device(codes.size() + 8, nullptr);
+      std::vector<Buffer> back{output.slice(offset, codes.size())};
+      stage->decode(ctx, encoded, back);
+      const std::vector<uint8_t> all = testing::bytes_of(output);
+      EXPECT_TRUE(std::equal(codes.begin(), codes.end(), all.begin() + offset))
+          << "symbol " << symbol << " offset " << offset;
+    }
   }
 }
 
