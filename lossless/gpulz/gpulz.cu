@@ -1,4 +1,4 @@
-// GPULZ's CUDA backend: the warp-coded encode (gpulz_coder.cuh) and the decode.
+// GPULZ's CUDA backend: the encode's dispatch to its coders (gpulz_coder.cuh) and the decode.
 // Decode: a warp per chunk, 32 tokens at a time: a ballot over the flags and a scan of the
 // token lengths give every token its input and output place at once; then the round's symbols
 // are written 32 at a time, a lane a symbol, each finding its token by the starts before it
@@ -128,13 +128,10 @@ struct DeviceDecoder {
 
 Buffer encode_cuda(const Params& p, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
   if (p.chunk_bytes >= detail::block_chunk_min && p.chunk_bytes <= detail::block_chunk_max)
-    return detail::encode_block_cuda(p, input, input_bytes, stream);
-  const auto encode = [&](auto coder) {
-    coder.p = p;
-    return chunked::encode_cuda(coder, input, input_bytes, stream);
-  };
-  return p.wide() ? detail::with_groups<true, false>(p.window, encode)
-                  : detail::with_groups<false, false>(p.window, encode);
+    return p.wide() ? detail::encode_coded<true, true>(p, input, input_bytes, stream)
+                    : detail::encode_coded<false, true>(p, input, input_bytes, stream);
+  return p.wide() ? detail::encode_coded<true, false>(p, input, input_bytes, stream)
+                  : detail::encode_coded<false, false>(p, input, input_bytes, stream);
 }
 
 void decode_cuda(const Params& p, const uint8_t* encoded, uint64_t encoded_bytes, uint8_t* output, uint64_t output_bytes,

@@ -1,6 +1,6 @@
 // GPULZ's CUDA encoder (its coder for the chunked-stream scaffold, varlen/chunked_stream.cuh):
 // the CPU's probes and parse (gpulz_parse.hh), computed in parallel, a warp per chunk or, for
-// large chunks, a block (DeviceCoder's Block; gpulz_block.cu instantiates it, gpulz.cu the rest).
+// large chunks, a block (DeviceCoder's Block).
 //
 // Probe. Lane p holds position i = s + p of a window of 32 and, as G words of bits, E(i): bit
 // d - 1 set where x[i] == x[i - d] (d <= window, d <= i), from __match_any_sync where the window
@@ -86,6 +86,8 @@ struct EncodeLayout {
 // at such chunks (docs/PERFORMANCE.md: each warp codes ~4 GB/s, and an SM held 2 at 16 KiB).
 constexpr uint32_t block_warps = 8, block_chunk_min = 8192, block_chunk_max = 16384;
 constexpr uint32_t no_entry = ~0u;  // a window no token starts in (a match spans it)
+static_assert(block_chunk_max <= 65535, "a block-coded chunk's positions and counts are u16");
+static_assert(probe_cap + max_extra < 512, "a token's length fits 9 bits (min_match <= probe_cap)");
 
 // A block-coded chunk in shared memory: the symbols (as EncodeLayout), the probes, the work
 // area (per position a u32: the token from it and where the walk from it leaves its window;
@@ -1008,8 +1010,21 @@ auto with_groups(uint32_t window, F f) {
   return f(DeviceCoder<8, Wide, Block>{});
 }
 
-
-// Block-coded chunks (gpulz_block.cu: its own translation unit, built beside gpulz.cu's).
-Buffer encode_block_cuda(const Params& p, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream);
+// The encode by the coders of one kind: narrow or wide, a warp or a block a chunk. Each kind is
+// instantiated in a unit of its own (gpulz_warp_narrow.cu, ..., gpulz_block_wide.cu), so that
+// the four build side by side: in one unit they were the build's longest step.
+template <bool Wide, bool Block>
+Buffer encode_coded(const Params& p, const uint8_t* input, uint64_t input_bytes, cudaStream_t stream) {
+  return with_groups<Wide, Block>(p.window, [&](auto coder) {
+    coder.p = p;
+    return chunked::encode_cuda(coder, input, input_bytes, stream);
+  });
+}
+#define FZG_GPULZ_ENCODE_CODED(prefix, wide, block)                                                         \
+  prefix template Buffer encode_coded<wide, block>(const Params&, const uint8_t*, uint64_t, cudaStream_t)
+FZG_GPULZ_ENCODE_CODED(extern, false, false);
+FZG_GPULZ_ENCODE_CODED(extern, true, false);
+FZG_GPULZ_ENCODE_CODED(extern, false, true);
+FZG_GPULZ_ENCODE_CODED(extern, true, true);
 
 }  // namespace fzg::gpulz::detail
