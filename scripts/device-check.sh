@@ -146,8 +146,12 @@ if [ "$phase" != bench ]; then
     sanitizer_rc=$((sanitizer_rc + rc))
   }
   if command -v compute-sanitizer >/dev/null; then
-    sanitize memcheck "${FZG_MEMCHECK_SECONDS:-200}" 'Gpu.*:*Conformance*Cuda*:MissingValues.Gpu*:*GpuSsim*'
-    sanitize racecheck "${FZG_RACECHECK_SECONDS:-150}" 'Gpu.NoiseAt*:Gpu.ChunksOfAnySize*:MissingValues.Gpu*'
+    # GPULZ: its warp and block coders (chunks of 2 and 16 KiB, narrow and wide), the largest
+    # chunk, and the unstaged decode at any output address.
+    gpulz_tests='Gpulz.WideMatchesReachPastTheWindow:Gpulz.TheLargestChunkRoundTrips:Gpulz.LargeChunksDecode*'
+    sanitize memcheck "${FZG_MEMCHECK_SECONDS:-260}" "Gpu.*:*Conformance*Cuda*:MissingValues.Gpu*:*GpuSsim*:$gpulz_tests"
+    sanitize racecheck "${FZG_RACECHECK_SECONDS:-200}" \
+      'Gpu.NoiseAt*:Gpu.ChunksOfAnySize*:MissingValues.Gpu*:Gpulz.WideMatchesReachPastTheWindow'
     echo "[${SECONDS}s] compute-sanitizer: $(grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$out/memcheck.log" "$out/racecheck.log" | tr '\n' ' ')"
   else
     echo "compute-sanitizer not found"; sanitizer_rc=1
