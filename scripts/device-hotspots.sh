@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Which instructions of one kernel the GPU spends its issue slots on (device machine).
-#   bash scripts/device-hotspots.sh KERNEL_REGEX [values-side] [top]
+#   [FZG_HOTSPOTS_CONFIG=CONFIG.json] bash scripts/device-hotspots.sh KERNEL_REGEX [values-side] [top]
 # Profiles the kernel's first launch in a 100 M f32 compress (or decompress, when the regex
 # names a decode kernel) with Nsight Compute's source counters and prints its SASS, hottest
-# instructions first, with warp-level executions per instruction.
+# instructions first, with warp-level executions per instruction. The compress takes the
+# default config, or FZG_HOTSPOTS_CONFIG (for instance a GPULZ config, with the regex
+# 'encode_kernel.*DeviceCoder').
 set -euo pipefail
 cd "$(dirname "$0")/.."
 regex=$1 side=${2:-464} top=${3:-60}
 source scripts/device-field.sh
-run=("$fzg" compress --device cuda -i "$work/field.f32" -l "$dims" -m rel -e 1e-3 -o "$work/f.fzg")
+run=("$fzg" compress --device cuda -i "$work/field.f32" -l "$dims" -m rel -e 1e-3 -o "$work/f.fzg"
+  ${FZG_HOTSPOTS_CONFIG:+-c "$FZG_HOTSPOTS_CONFIG"})
 if [[ $regex == *decode* || $regex == *expand* ]]; then  # a decode kernel: profile the file's decompression
   "${run[@]}"
   run=("$fzg" decompress --device cuda -i "$work/f.fzg" -o "$work/back.f32")
