@@ -512,7 +512,8 @@ struct DeviceCoder {
     const uint32_t size = *result;
     if (emit && size <= capacity) write_tokens<W, Sym>(bytes, m, min_match, windows, probes, walk, flags, out);
     __syncthreads();
-    if (emit && size <= capacity) finish<W, Sym>(bytes, m, n, walk.token_base[windows], walk.byte_base[windows], flags, out);
+    if (emit && size <= capacity)
+      finish<W, Sym>(bytes, m, n, walk.token_base[windows], walk.byte_base[windows], flags, out);
     __syncthreads();  // the result, probes and walk are rewritten by the next width or chunk
     return size;
   }
@@ -525,7 +526,8 @@ struct DeviceCoder {
     const uint32_t end = header_bytes + token_bytes, flag_bytes = (tokens + 7) / 8, tail = n % S;
     for (uint32_t b = threadIdx.x; b < flag_bytes + tail; b += blockDim.x)
       out[end + b] = b < flag_bytes ? uint8_t(flags[b / 4] >> (8 * (b % 4))) : bytes[m * S + b - flag_bytes];
-    if (threadIdx.x == 0) out[0] = uint8_t(S | (W ? wide_flag : 0)), out[1] = uint8_t(tokens), out[2] = uint8_t(tokens >> 8);
+    if (threadIdx.x == 0)
+      out[0] = uint8_t(S | (W ? wide_flag : 0)), out[1] = uint8_t(tokens), out[2] = uint8_t(tokens >> 8);
   }
 
   // Every position's probe into probes[0, m), the windows from the last (past it: no equalities).
@@ -900,7 +902,8 @@ struct DeviceCoder {
   // share of the positions, a scan over (hash, warp) places them, each warp scatters its share).
   template <typename Sym>
   __device__ void far_by_sort(const Sym* x, const uint8_t* bytes, uint32_t m, uint32_t min_match, uint16_t* probes,
-                              uint16_t* area, typename cub::BlockScan<uint32_t, encode_threads>::TempStorage& scan) const {
+                              uint16_t* area,
+                              typename cub::BlockScan<uint32_t, encode_threads>::TempStorage& scan) const {
     constexpr uint32_t S = sizeof(Sym), hashes = 1u << far_hash_bits, counts_per = BlockLayout::counts / encode_threads;
     static_assert(BlockLayout::counts % encode_threads == 0, "the counts split evenly over the threads");
     uint16_t *counts = area, *sorted = area + BlockLayout::counts;  // counts[hash * block_warps + warp]
