@@ -23,6 +23,9 @@
 // The walk gives each window its starts, matches and first token's place, so the tokens and
 // flag bits are then written a window at a time. A chunk whose tokens outgrow it stops the walk
 // (stored raw).
+// Block (chunks of 8-16 KiB): the same probes, each warp a share of the windows; the far
+// candidates from a sort rather than a table; the parse from each position's exit from its
+// window, so that only the walk over windows is serial (code_block).
 #pragma once
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
