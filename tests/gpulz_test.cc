@@ -53,6 +53,17 @@ std::vector<uint8_t> random_bytes(uint64_t n, uint64_t seed) {
   return out;
 }
 
+// Runs of a period of 1 to 300 bytes, each 5 to max_periods periods long: matches at the probe's
+// cap and past it, their distance changing from run to run.
+std::vector<uint8_t> periodic_runs(size_t bytes, size_t max_periods, std::mt19937_64& rng) {
+  std::vector<uint8_t> out(bytes);
+  for (size_t i = 0; i < out.size();) {
+    const size_t period = 1 + rng() % 300, run = period * (5 + rng() % (max_periods - 4));
+    for (size_t k = 0; k < run && i < out.size(); ++k, ++i) out[i] = uint8_t(k % period * 37 + period);
+  }
+  return out;
+}
+
 gpulz::Params params(uint32_t chunk, uint32_t window, uint32_t symbol, uint32_t min_match = 0,
                      uint32_t offset_bits = 8) {
   gpulz::Params p;
@@ -95,12 +106,7 @@ TEST(Gpulz, TheLargestChunkRoundTrips) {
 TEST(Gpulz, EveryWindowWidthAndMinimumMatchParsesAlike) {
   std::mt19937_64 rng(23);
   std::vector<std::vector<uint8_t>> inputs = {codes_like(2 * 4096 + 333, 31), std::vector<uint8_t>(4096 + 17, 0)};
-  std::vector<uint8_t> periodic(3 * 4096);  // periods of 1 to 300 bytes, runs of 5 to 40 periods
-  for (size_t i = 0; i < periodic.size();) {
-    const size_t period = 1 + rng() % 300, run = period * (5 + rng() % 36);
-    for (size_t k = 0; k < run && i < periodic.size(); ++k, ++i) periodic[i] = uint8_t(k % period * 37 + period);
-  }
-  inputs.push_back(periodic);
+  inputs.push_back(periodic_runs(3 * 4096, 40, rng));
   std::vector<uint8_t> sparse = random_bytes(2 * 4096, 41);  // short repeats over noise
   for (size_t i = 64; i + 16 < sparse.size(); i += 1 + rng() % 40)
     for (size_t k = 0, len = 2 + rng() % 20, d = 1 + rng() % 60; k < len && i + k < sparse.size(); ++k)
@@ -125,12 +131,7 @@ TEST(Gpulz, EveryWindowWidthAndMinimumMatchParsesAlike) {
 TEST(Gpulz, BlockCodedChunksParseAsTheWarpCodedOnes) {
   std::mt19937_64 rng(29);
   std::vector<std::vector<uint8_t>> inputs = {codes_like(3 * 16384 + 333, 37), std::vector<uint8_t>(2 * 16384 + 17, 0)};
-  std::vector<uint8_t> periodic(3 * 16384);  // periods of 1 to 300 bytes, runs of 5 to 80 periods
-  for (size_t i = 0; i < periodic.size();) {
-    const size_t period = 1 + rng() % 300, run = period * (5 + rng() % 76);
-    for (size_t k = 0; k < run && i < periodic.size(); ++k, ++i) periodic[i] = uint8_t(k % period * 37 + period);
-  }
-  inputs.push_back(periodic);
+  inputs.push_back(periodic_runs(3 * 16384, 80, rng));
   std::vector<uint8_t> sparse = random_bytes(2 * 16384 + 1, 43);  // repeats near and far over noise
   for (size_t i = 64; i + 300 < sparse.size(); i += 1 + rng() % 60)
     for (size_t k = 0, len = 2 + rng() % 40, d = 1 + rng() % (rng() % 2 ? 60 : 2000); k < len && k < i; ++k)
