@@ -267,6 +267,41 @@ TEST(Gpulz, ProbingByDistanceAnswersAsTheDefinition) {
   }
 }
 
+// The GPU's far pass reads a position's key as symbols and compares four symbols a step: the
+// same hashes as the key's bytes, the same lengths as a symbol at a time, at every symbol width,
+// position and cap, over symbols from two values (long common runs) to many, with a margin of
+// other symbols past the chunk (capped off).
+template <typename Sym>
+void expect_far_reads_as_defined(std::mt19937_64& rng) {
+  constexpr uint32_t S = sizeof(Sym);
+  for (const uint32_t alphabet : {1u, 2u, 3u, 200u}) {
+    const uint32_t m = 1 + uint32_t(rng() % 300);
+    std::vector<Sym> x(m + 3);
+    for (auto& v : x) v = Sym(rng() % alphabet * 0x01010101u);
+    for (uint32_t k = m; k < m + 3; ++k) x[k] = Sym(rng());  // the margin
+    const auto* bytes = reinterpret_cast<const uint8_t*>(x.data());
+    for (uint32_t i = 0; i < gpulz::keyed_positions(m, S); ++i)
+      ASSERT_EQ(gpulz::far_hash_of(x.data(), i), gpulz::far_hash(bytes + i * S)) << "S " << S << " position " << i;
+    for (uint32_t i = 1; i < m; ++i)
+      for (uint32_t j = 0; j < i; j += 1 + uint32_t(rng() % 5)) {
+        const uint32_t cap = 1 + uint32_t(rng() % std::min(m - i, gpulz::probe_cap));
+        uint32_t expected = 0;
+        while (expected < cap && x[i + expected] == x[j + expected]) ++expected;
+        ASSERT_EQ(gpulz::common_length_by4(x.data(), i, j, cap), expected)
+            << "S " << S << " alphabet " << alphabet << " i " << i << " j " << j << " cap " << cap;
+      }
+  }
+}
+
+TEST(Gpulz, FarKeysAndCommonLengthsReadAsSymbolsAnswerAsTheBytes) {
+  std::mt19937_64 rng(29);
+  for (int trial = 0; trial < 20; ++trial) {
+    expect_far_reads_as_defined<uint8_t>(rng);
+    expect_far_reads_as_defined<uint16_t>(rng);
+    expect_far_reads_as_defined<uint32_t>(rng);
+  }
+}
+
 // The GPU probe's equality bits of 2-byte symbols, two distances a 4-byte word, against the
 // definition: every position (even and odd), every distance up to 32 G, symbols from a few
 // (most distances equal) to many; the front of 32 G symbols before x[0] is compared too.

@@ -506,7 +506,7 @@ struct DeviceCoder {
     probe_windows<W>(x, m, min_match, probes);
     if constexpr (W) {
       __syncthreads();
-      far_candidates(x, bytes, m, min_match, probes, reinterpret_cast<uint16_t*>(shared + l.far_table(p.symbol == 0)));
+      far_candidates(x, m, min_match, probes, reinterpret_cast<uint16_t*>(shared + l.far_table(p.symbol == 0)));
     }
     for (uint32_t k = threadIdx.x; k < windows; k += blockDim.x) flags[k] = 0;
     __syncthreads();
@@ -580,7 +580,7 @@ struct DeviceCoder {
   // hash, newest first, then the old entries that still fit. The CPU's table, kept position by
   // position, holds the same entries at every position.
   template <typename Sym>
-  __device__ void far_candidates(const Sym* x, const uint8_t* bytes, uint32_t m, uint32_t min_match, uint16_t* probes,
+  __device__ void far_candidates(const Sym* x, uint32_t m, uint32_t min_match, uint16_t* probes,
                                  uint16_t* latest) const {
     static_assert(far_ways == 4, "a bucket is 8 bytes");
     constexpr uint16_t none = 0xffff;  // m < 65535
@@ -591,7 +591,7 @@ struct DeviceCoder {
     for (uint32_t s = 0; s < keyed; s += 32) {  // uniform across the warp
       const uint32_t i = s + lane;
       const bool keyed_here = i < keyed;
-      const uint32_t h = keyed_here ? far_hash(bytes + i * sizeof(Sym)) : (1u << far_hash_bits) + lane;  // no two alike
+      const uint32_t h = keyed_here ? far_hash_of(x, i) : (1u << far_hash_bits) + lane;  // no two alike
       const uint32_t peers = __match_any_sync(all_lanes, h);
       const uint2 old = keyed_here ? buckets[h] : make_uint2(0xffffffffu, 0xffffffffu);
       const auto old_entry = [&](uint32_t k) {  // a select, not an indexed array (local memory)
@@ -836,7 +836,7 @@ struct DeviceCoder {
     __syncthreads();
     // (2)
     if constexpr (W) {
-      far_by_sort(x, bytes, m, min_match, probes, reinterpret_cast<uint16_t*>(work), scan);
+      far_by_sort(x, m, min_match, probes, reinterpret_cast<uint16_t*>(work), scan);
       __syncthreads();
     }
     // (3), (4)
@@ -904,7 +904,7 @@ struct DeviceCoder {
   // keyed positions sorted by hash, stably (a counting sort: each warp counts the hashes of a
   // share of the positions, a scan over (hash, warp) places them, each warp scatters its share).
   template <typename Sym>
-  __device__ void far_by_sort(const Sym* x, const uint8_t* bytes, uint32_t m, uint32_t min_match, uint16_t* probes,
+  __device__ void far_by_sort(const Sym* x, uint32_t m, uint32_t min_match, uint16_t* probes,
                               uint16_t* area,
                               typename cub::BlockScan<uint32_t, encode_threads>::TempStorage& scan) const {
     constexpr uint32_t S = sizeof(Sym), hashes = 1u << far_hash_bits, counts_per = BlockLayout::counts / encode_threads;
@@ -919,7 +919,7 @@ struct DeviceCoder {
       for (uint32_t s = first; s < end; s += 32) {  // uniform across the warp
         const uint32_t i = s + lane;
         const bool in = i < end;
-        const uint32_t h = in ? far_hash(bytes + i * S) : hashes + lane;  // no two alike
+        const uint32_t h = in ? far_hash_of(x, i) : hashes + lane;  // no two alike
         const uint32_t peers = __match_any_sync(all_lanes, h);
         body(i, in, h * block_warps + warp, peers);
         __syncwarp();
@@ -946,13 +946,16 @@ struct DeviceCoder {
       if (in && (peers >> lane) == 1u) counts[slot] = uint16_t(base + __popc(peers));
     });
     __syncthreads();
+    // Each slot's count is now where its entries end, so a hash's entries start where the hash
+    // before it ends: an entry's candidates are the entries before it back to there (not a
+    // hash of each to compare).
     for (uint32_t k = threadIdx.x; k < keyed; k += blockDim.x) {
-      const uint32_t i = sorted[k], h = far_hash(bytes + i * S);
+      const uint32_t i = sorted[k], h = far_hash_of(x, i), run = k - (h ? counts[h * block_warps - 1] : 0u);
       const uint32_t far = best_far(x, i, m, p.window, probe_length<Wide>(probes[i]), min_match,
                                     [&](uint32_t c, uint32_t& j) {
-                                      if (c >= k) return false;
+                                      if (c >= run) return false;
                                       j = sorted[k - 1 - c];
-                                      return far_hash(bytes + j * S) == h;
+                                      return true;
                                     });
       if (far) probes[i] = pack_probe<Wide>(far);
     }

@@ -57,18 +57,65 @@ FZG_HOST_DEVICE uint32_t far_hash(const uint8_t* at) {
   const uint32_t key = uint32_t(at[0]) | uint32_t(at[1]) << 8 | uint32_t(at[2]) << 16 | uint32_t(at[3]) << 24;
   return (key * 2654435761u) >> (32 - far_hash_bits);
 }
+// far_hash of position i's key read as symbols (the same four bytes, little-endian): the GPU's
+// loads of them are aligned where four byte loads were not (one or two loads for 2- or 4-byte
+// symbols).
+template <typename Sym>
+FZG_HOST_DEVICE uint32_t far_hash_of(const Sym* x, uint32_t i) {
+  uint32_t key;
+  if constexpr (sizeof(Sym) == 4) key = x[i];
+  else if constexpr (sizeof(Sym) == 2) key = uint32_t(x[i]) | uint32_t(x[i + 1]) << 16;
+  else key = uint32_t(x[i]) | uint32_t(x[i + 1]) << 8 | uint32_t(x[i + 2]) << 16 | uint32_t(x[i + 3]) << 24;
+  return (key * 2654435761u) >> (32 - far_hash_bits);
+}
 // Positions of m symbols of S bytes that have a key.
 FZG_HOST_DEVICE constexpr uint32_t keyed_positions(uint32_t m, uint32_t S) {
   return m * S >= 4 ? m - (4 + S - 1) / S + 1 : 0;
 }
+// The symbols x[i, i + cap) and x[j, j + cap) have in common from the start (1 <= cap), four
+// compared a step, x readable 3 symbols past i + cap (what is there is capped off). The GPU's
+// compare (common_length): four independent loads, whose shared-memory latency overlaps, and a
+// quarter of the divergent steps of a symbol at a time (the far compares' loop was a third of
+// the block coder's time, with 8 of 32 lanes active, docs/PERFORMANCE.md).
+template <typename Sym>
+FZG_HOST_DEVICE uint32_t common_length_by4(const Sym* x, uint32_t i, uint32_t j, uint32_t cap) {
+  uint32_t len = 0;
+  for (;;) {
+    uint32_t equal = 0;
+    FZG_UNROLL
+    for (uint32_t t = 0; t < 4; ++t) equal |= uint32_t(uint32_t(x[i + len + t]) == uint32_t(x[j + len + t])) << t;
+    if (equal != 15u) {
+#if defined(__CUDA_ARCH__)
+      len += uint32_t(__ffs(~equal)) - 1u;
+#else
+      len += uint32_t(__builtin_ctz(~equal));
+#endif
+      break;
+    }
+    len += 4;
+    if (len >= cap) break;
+  }
+  return len < cap ? len : cap;
+}
+// The same a symbol at a time on the CPU, whose x ends at the chunk's end.
+template <typename Sym>
+FZG_HOST_DEVICE uint32_t common_length(const Sym* x, uint32_t i, uint32_t j, uint32_t cap) {
+#if defined(__CUDA_ARCH__)
+  return common_length_by4(x, i, j, cap);
+#else
+  uint32_t len = 0;
+  while (len < cap && x[i + len] == x[j + len]) ++len;
+  return len;
+#endif
+}
+
 // The far candidate j's match from i, given as a probe (length | d << 8), or 0 where it is not taken.
 template <typename Sym>
 FZG_HOST_DEVICE uint32_t far_probe(const Sym* x, uint32_t i, uint32_t j, uint32_t m, uint32_t window,
                                    uint32_t near_len, uint32_t min_match) {
   if (j >= i || i - j <= window || i - j > wide_reach) return 0;
   const uint32_t cap = m - i < probe_cap ? m - i : probe_cap;
-  uint32_t len = 0;
-  while (len < cap && x[i + len] == x[j + len]) ++len;
+  const uint32_t len = common_length(x, i, j, cap);
   return len >= min_match && len > near_len ? len | (i - j) << 8 : 0;
 }
 
