@@ -7,7 +7,8 @@
 #   bash scripts/device-quick.sh run FILTER [SETTING ...]    on the device (carry [".carry",
 #        ".device-tools"]): each pack's fzg_tests with the GPU and the gtest filter, then
 #        scripts/bench-gpulz.sh with each setting, every pack in turn: a setting is a config,
-#        or C:W:S[:OFFSET_BITS] for configs/gpulz.json with those parameters
+#        or C:W:S[:OFFSET_BITS] for configs/gpulz.json with those parameters; with
+#        SANITIZE=memcheck (or racecheck) the tests run under compute-sanitizer too
 # A fresh device machine builds fzg for ~270 s of a session's ~1800 s of device time; the
 # binaries built here run there as they are (older glibc and HDF5 1.10 here, libcudart from
 # the device's toolkit). device-check.sh stays the whole check, built on the device.
@@ -50,6 +51,11 @@ case "${1:-}" in
       [ -x "$work/$name/fzg_tests" ] || continue
       echo "== $name: fzg_tests --gtest_filter='$filter'"
       "$work/$name/fzg_tests" --gtest_filter="$filter" --gtest_brief=1 | tail -5
+      if [ -n "${SANITIZE:-}" ]; then
+        echo "== $name: the same under compute-sanitizer --tool $SANITIZE"
+        compute-sanitizer --tool "$SANITIZE" --error-exitcode 9 "$work/$name/fzg_tests" --gtest_filter="$filter" \
+          --gtest_brief=1 | grep -E "SUMMARY|PASSED|FAILED"
+      fi
     done
     for setting in "$@"; do
       config=$setting
