@@ -950,10 +950,10 @@ struct DeviceCoder {
     // before it ends: an entry's candidates are the entries before it back to there (not a
     // hash of each to compare).
     for (uint32_t k = threadIdx.x; k < keyed; k += blockDim.x) {
-      const uint32_t i = sorted[k], h = far_hash_of(x, i), run = k - (h ? counts[h * block_warps - 1] : 0u);
+      const uint32_t i = sorted[k], h = far_hash_of(x, i), before = k - (h ? counts[h * block_warps - 1] : 0u);
       const uint32_t far = best_far(x, i, m, p.window, probe_length<Wide>(probes[i]), min_match,
                                     [&](uint32_t c, uint32_t& j) {
-                                      if (c >= run) return false;
+                                      if (c >= before) return false;
                                       j = sorted[k - 1 - c];
                                       return true;
                                     });

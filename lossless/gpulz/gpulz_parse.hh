@@ -57,9 +57,8 @@ FZG_HOST_DEVICE uint32_t far_hash(const uint8_t* at) {
   const uint32_t key = uint32_t(at[0]) | uint32_t(at[1]) << 8 | uint32_t(at[2]) << 16 | uint32_t(at[3]) << 24;
   return (key * 2654435761u) >> (32 - far_hash_bits);
 }
-// far_hash of position i's key read as symbols (the same four bytes, little-endian): the GPU's
-// loads of them are aligned where four byte loads were not (one or two loads for 2- or 4-byte
-// symbols).
+// far_hash of position i's key read as symbols (the same four bytes, little-endian): on the GPU
+// one load for 4-byte symbols and two for 2-byte ones, where the bytes took four.
 template <typename Sym>
 FZG_HOST_DEVICE uint32_t far_hash_of(const Sym* x, uint32_t i) {
   uint32_t key;
