@@ -20,13 +20,7 @@ printf '%-6s %-4s %-4s %7s %12s %12s\n' C W S ratio "lz enc GB/s" "lz dec GB/s"
 for C in ${FZG_SWEEP_CHUNKS:-2048 4096 8192 16384}; do
   for W in 32 64 128 255; do
     for S in 1 2 4; do
-      cat >"$dir/c.json" <<JSON
-{ "name": "gpulz-sweep",
-  "stages": [ { "id": "predict", "type": "lorenzo", "inputs": { "field": "input" } },
-              { "id": "lz", "type": "gpulz", "inputs": { "in": "predict.codes" },
-                "params": { "chunk": $C, "window": $W, "symbol": $S } } ],
-  "store": [ "lz.out", "predict.outliers" ] }
-JSON
+      bash "$(dirname "$0")/gpulz-config.sh" "$C" "$W" "$S" >"$dir/c.json"
       "$fzg" bench --device cuda -i "$field" -l "$dims" -m rel -e "$rel" -c "$dir/c.json" --repeat 3 --warmup 1 --json \
         2>/dev/null | python3 -c '
 import json, sys

@@ -7,7 +7,7 @@
 #   bash scripts/device-quick.sh run FILTER [SETTING ...]    on the device (carry [".carry",
 #        ".device-tools"]): each pack's fzg_tests with the GPU and the gtest filter, then
 #        scripts/bench-gpulz.sh with each setting, every pack in turn: a setting is a config,
-#        or C:W:S[:OFFSET_BITS] for configs/gpulz.json with those parameters; with
+#        or C:W:S[:OFFSET_BITS] for configs/gpulz.json's graph with those (gpulz-config.sh); with
 #        SANITIZE=memcheck (or racecheck) the tests run under compute-sanitizer too
 # A fresh device machine builds fzg for ~270 s of a session's ~1800 s of device time; the
 # binaries built here run there as they are (older glibc and HDF5 1.10 here, libcudart from
@@ -60,11 +60,8 @@ case "${1:-}" in
     for setting in "$@"; do
       config=$setting
       if [ ! -f "$setting" ]; then  # chunk:window:symbol[:offset_bits]
-        IFS=: read -r C W S B <<<"$setting"
-        config=$work/$C-$W-$S-${B:-8}.json
-        sed "s/\"chunk\": 2048, \"window\": 64, \"symbol\": 2/\"chunk\": $C, \"window\": $W, \"symbol\": $S${B:+, \"offset_bits\": $B}/" \
-          configs/gpulz.json >"$config"
-        grep -q "\"chunk\": $C," "$config" || { echo "device-quick.sh: configs/gpulz.json's stage line changed" >&2; exit 1; }
+        config=$work/${setting//:/-}.json
+        bash scripts/gpulz-config.sh ${setting//:/ } >"$config"
       fi
       for name in "${packs[@]}"; do
         echo "== $name: $setting"
