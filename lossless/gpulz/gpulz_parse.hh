@@ -53,19 +53,17 @@ FZG_HOST_DEVICE void get_match(const uint8_t* at, bool wide, uint32_t& extra, ui
 constexpr uint32_t far_hash_bits = 10;
 constexpr uint32_t far_ways = 4;
 constexpr uint32_t far_table_size = far_ways << far_hash_bits;  // entries, a hash's newest first
+FZG_HOST_DEVICE uint32_t far_hash_of_key(uint32_t key) { return (key * 2654435761u) >> (32 - far_hash_bits); }
 FZG_HOST_DEVICE uint32_t far_hash(const uint8_t* at) {
-  const uint32_t key = uint32_t(at[0]) | uint32_t(at[1]) << 8 | uint32_t(at[2]) << 16 | uint32_t(at[3]) << 24;
-  return (key * 2654435761u) >> (32 - far_hash_bits);
+  return far_hash_of_key(uint32_t(at[0]) | uint32_t(at[1]) << 8 | uint32_t(at[2]) << 16 | uint32_t(at[3]) << 24);
 }
 // far_hash of position i's key read as symbols (the same four bytes, little-endian): on the GPU
 // one load for 4-byte symbols and two for 2-byte ones, where the bytes took four.
 template <typename Sym>
 FZG_HOST_DEVICE uint32_t far_hash_of(const Sym* x, uint32_t i) {
-  uint32_t key;
-  if constexpr (sizeof(Sym) == 4) key = x[i];
-  else if constexpr (sizeof(Sym) == 2) key = uint32_t(x[i]) | uint32_t(x[i + 1]) << 16;
-  else key = uint32_t(x[i]) | uint32_t(x[i + 1]) << 8 | uint32_t(x[i + 2]) << 16 | uint32_t(x[i + 3]) << 24;
-  return (key * 2654435761u) >> (32 - far_hash_bits);
+  if constexpr (sizeof(Sym) == 4) return far_hash_of_key(x[i]);
+  else if constexpr (sizeof(Sym) == 2) return far_hash_of_key(uint32_t(x[i]) | uint32_t(x[i + 1]) << 16);
+  else return far_hash(x + i);
 }
 // Positions of m symbols of S bytes that have a key.
 FZG_HOST_DEVICE constexpr uint32_t keyed_positions(uint32_t m, uint32_t S) {
