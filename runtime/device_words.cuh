@@ -22,13 +22,16 @@ __device__ __forceinline__ void store_word(uint8_t* bytes, uint64_t size_bytes, 
 
 // Prefix sums across the calling warp's 32 lanes (every lane takes part): this lane's value
 // plus the values of the lanes below it, or without its own, with the warp's total.
+// Each step is a shuffle and an add predicated on the shuffle's own "source lane exists" bit:
+// __shfl_up_sync drops that bit, so a lane test and a select cost a third more a step.
 __device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t v) {
-  const uint32_t lane = threadIdx.x % 32;
 #pragma unroll
-  for (uint32_t k = 1; k < 32; k *= 2) {
-    const uint32_t u = __shfl_up_sync(0xffffffffu, v, k);
-    if (lane >= k) v += u;
-  }
+  for (uint32_t k = 1; k < 32; k *= 2)
+    asm volatile("{\n\t.reg .pred p;\n\t.reg .u32 u;\n\t"
+        "shfl.sync.up.b32 u|p, %0, %1, 0, 0xffffffff;\n\t"
+        "@p add.u32 %0, %0, u;\n\t}"
+        : "+r"(v)
+        : "r"(k));
   return v;
 }
 __device__ __forceinline__ uint32_t warp_exclusive_sum(uint32_t v, uint32_t& total) {
