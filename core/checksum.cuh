@@ -54,9 +54,33 @@ __device__ __forceinline__ void sum_block_part(const SummedStreams& batch, unsig
   const uint64_t words = (s.size_bytes + 7) / 8;
   if (uint64_t(blockIdx.x) * checksum_threads >= words) return;  // uniform across the block
   auto* destination = reinterpret_cast<uint64_t*>(s.copy_to);
-  uint64_t part = 0;
-  for (uint64_t i = blockIdx.x * uint64_t(checksum_threads) + threadIdx.x; i < words;
-       i += uint64_t(gridDim.x) * checksum_threads) {
+  const uint64_t stride = uint64_t(gridDim.x) * checksum_threads;
+  uint64_t i = blockIdx.x * uint64_t(checksum_threads) + threadIdx.x, part = 0;
+  // The whole words of a 4- or 8-byte aligned stream (fzg's own), four a thread at a time:
+  // their loads issued together, and each word's salt i * checksum_salt carried by additions
+  // (mod 2^64 the same product). A word at a time, the kernel waited on each load and spent a
+  // third of its instructions on 64-bit index products (H200: 2.4 of 4.8 TB/s).
+  const uintptr_t misalignment = reinterpret_cast<uintptr_t>(s.data) & 7;
+  if (misalignment % 4 == 0) {  // uniform across the grid
+    const auto* halves = reinterpret_cast<const uint32_t*>(s.data);
+    const uint64_t whole = s.size_bytes / 8, salt_step = stride * checksum_salt;
+    uint64_t salt = i * checksum_salt;
+    for (; i + 3 * stride < whole; i += 4 * stride, salt += 4 * salt_step) {
+      uint64_t w[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const uint64_t j = i + k * stride;
+        w[k] = misalignment == 0 ? reinterpret_cast<const uint64_t*>(halves)[j]
+                                 : uint64_t(halves[2 * j]) | uint64_t(halves[2 * j + 1]) << 32;
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        if (destination) destination[i + k * stride] = w[k];
+        part += checksum_mix(w[k] ^ (salt + k * salt_step));
+      }
+    }
+  }
+  for (; i < words; i += stride) {
     const uint64_t w = stream_word(s.data, s.size_bytes, i);
     if (destination) destination[i] = w;
     part += checksum_mix(w ^ (i * checksum_salt));
