@@ -14,7 +14,11 @@ With no fields: a 256^3 power-law field (../shared/tools/gen_field.py, slope 11/
 fields of ../shared/datasets (with their fill values). --gpulz lists chunk:window:symbol
 settings, each a column (the first is configs/gpulz.json's), a fourth field the offset bits (11:
 wide matches). Ratios depend on the bytes alone, so any machine measures them: the CPU and GPU
-write the same files."""
+write the same files.
+
+--reach prints, in place of the GPULZ columns, how much of a coder's ratio is its reach: LZ4 on
+chunks of 32 KiB, 2 KiB, and 2 KiB each also matching into one static dictionary (the codes'
+first 16 KiB, counted once, coded as a chunk of its own)."""
 import argparse
 import json
 import os
@@ -35,8 +39,18 @@ except ImportError as e:
 NVCOMP_CHUNK = 65536
 
 
-def chunked_ratio(data, code):
-    coded = sum(len(code(data[i:i + NVCOMP_CHUNK])) for i in range(0, len(data), NVCOMP_CHUNK))
+def chunked_ratio(data, code, chunk=NVCOMP_CHUNK):
+    coded = sum(len(code(data[i:i + chunk])) for i in range(0, len(data), chunk))
+    return len(data) / coded
+
+
+def with_dictionary(data, chunk, dictionary_bytes):
+    """LZ4 on `chunk`-byte chunks of data past its first `dictionary_bytes`, each chunk matching
+    into those (LZ4's dict), plus that dictionary coded once."""
+    dictionary = data[:dictionary_bytes]
+    coded = len(lz4.block.compress(dictionary, store_size=False))
+    for i in range(dictionary_bytes, len(data), chunk):
+        coded += len(lz4.block.compress(data[i:i + chunk], store_size=False, dict=dictionary))
     return len(data) / coded
 
 
@@ -69,6 +83,7 @@ def main():
     ap.add_argument("--rel", default="1e-2,1e-3,1e-4")
     ap.add_argument("--gpulz", default="2048:64:2,8192:255:1,8192:255:1:11",
                     help="chunk:window:symbol[:offset_bits], comma separated")
+    ap.add_argument("--reach", action="store_true", help="LZ4 by chunk and with a static dictionary instead of GPULZ")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
         compare(args, work)
@@ -91,7 +106,7 @@ def compare(args, work):
     predict = {"id": "predict", "type": "lorenzo", "inputs": {"field": "input"}}
     codes_config = os.path.join(work, "codes.json")
     write_config(codes_config, [predict], ["predict.codes", "predict.outliers"])
-    specs = args.gpulz.split(",")
+    specs = [] if args.reach else args.gpulz.split(",")
     gpulz_configs = []
     for spec in specs:
         chunk, window, symbol, offset_bits = ([int(v) for v in spec.split(":")] + [8])[:4]
@@ -101,7 +116,10 @@ def compare(args, work):
                                                  "offset_bits": offset_bits}}],
                      ["lz.out", "predict.outliers"])
         gpulz_configs.append(path)
-    heads = ["GPULZ " + spec for spec in specs] + ["LZ4", "Snappy"]
+    reach = [("LZ4 32K", lambda c: chunked_ratio(c, lambda b: lz4.block.compress(b, store_size=False), 32768)),
+             ("LZ4 2K", lambda c: chunked_ratio(c, lambda b: lz4.block.compress(b, store_size=False), 2048)),
+             ("LZ4 2K+16K dict", lambda c: with_dictionary(c, 2048, 16384))] if args.reach else []
+    heads = ["GPULZ " + spec for spec in specs] + [h for h, _ in reach] + ["LZ4", "Snappy"]
     print("ratio of the u16 code bytes (GPULZ chunk:window:symbol; LZ4, Snappy on 64 KiB chunks)")
     print("%-14s %-5s %12s" % ("field", "rel", "code bytes") + "".join(" %15s" % h for h in heads))
     out = os.path.join(work, "x.fzg")
@@ -115,10 +133,11 @@ def compare(args, work):
             for config in gpulz_configs:
                 run(args.fzg, "compress", "-c", config, *common)
                 row.append(len(codes) / sum(s["size_bytes"] for s in stream_parts(args.fzg, out, "lz.out")))
+            row += [ratio(codes) for _, ratio in reach]
             row.append(chunked_ratio(codes, lambda b: lz4.block.compress(b, store_size=False)))
             row.append(chunked_ratio(codes, snappy.compress))
-            best = max(row[:-2])
-            mark = "" if best > max(row[-2:]) else "   (GPULZ not above both)"
+            best = max(row[:len(specs)]) if specs else 0
+            mark = "" if not specs or best > max(row[-2:]) else "   (GPULZ not above both)"
             print("%-14s %-5s %12d" % (name, rel, len(codes)) + "".join(" %15.3f" % r for r in row) + mark,
                   flush=True)
 
