@@ -16,6 +16,7 @@ settings, each a column (the first is configs/gpulz.json's), a fourth field the 
 wide matches). Ratios depend on the bytes alone, so any machine measures them: the CPU and GPU
 write the same files.
 
+--dump DIR writes each field's codes there too (bench/gpulz_dict_model.cc reads them).
 --reach prints, in place of the GPULZ columns, how much of a coder's ratio is its reach: LZ4 on
 chunks of 32 KiB, 2 KiB, and 2 KiB each also matching into one static dictionary (the codes'
 first 16 KiB, counted once, coded as a chunk of its own)."""
@@ -84,6 +85,8 @@ def main():
     ap.add_argument("--gpulz", default="2048:64:2,8192:255:1,8192:255:1:11",
                     help="chunk:window:symbol[:offset_bits], comma separated")
     ap.add_argument("--reach", action="store_true", help="LZ4 by chunk and with a static dictionary instead of GPULZ")
+    ap.add_argument("--dump", metavar="DIR", help="also write each field's codes to DIR/codes_FIELD_REL.bin "
+                                                   "(for bench/gpulz_dict_model.cc)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
         compare(args, work)
@@ -129,6 +132,10 @@ def compare(args, work):
             common = ["-i", path, "-l", dims, "-m", "rel", "-e", rel, "--device", "cpu", "-o", out] + extra
             run(args.fzg, "compress", "-c", codes_config, *common)
             codes = stream_bytes(args.fzg, out, "predict.codes")
+            if args.dump:
+                os.makedirs(args.dump, exist_ok=True)
+                with open(os.path.join(args.dump, "codes_%s_%s.bin" % (name, rel)), "wb") as dumped:
+                    dumped.write(codes)
             row = []
             for config in gpulz_configs:
                 run(args.fzg, "compress", "-c", config, *common)
