@@ -7,8 +7,10 @@
 // a dictionary match), a dictionary match DICT_BITS; a flag bit a token, a 3-byte header and a
 // 4-byte table entry a chunk, a chunk that does not shrink raw, the dictionary stored raw.
 //   python3 scripts/lz-ratio.py --dump DIR ...        (the codes, one file a field and bound)
-//   build/gpulz_dict_model CODES CHUNK WINDOW D K WITHIN DICT_BITS [NEAR_EXTRA]
+//   build/gpulz_dict_model CODES CHUNK WINDOW D K WITHIN DICT_BITS [NEAR_EXTRA [PARTS]]
 // WITHIN 1 keeps the chunk's own far candidates (the product's table) beside the dictionary's.
+// PARTS > 1 samples the dictionary: PARTS slices of D / PARTS bytes from the middles of PARTS
+// equal parts of the stream (the chunks are then the rest of the stream, in order).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,7 +24,7 @@ using Sym = uint16_t;
 
 int main(int argc, char** argv) {
   if (argc < 8) {
-    fprintf(stderr, "usage: gpulz_dict_model CODES CHUNK WINDOW D K WITHIN DICT_BITS [NEAR_EXTRA]\n");
+    fprintf(stderr, "usage: gpulz_dict_model CODES CHUNK WINDOW D K WITHIN DICT_BITS [NEAR_EXTRA [PARTS]]\n");
     return 2;
   }
   FILE* f = fopen(argv[1], "rb");
@@ -33,6 +35,22 @@ int main(int argc, char** argv) {
   fclose(f);
   const uint32_t C = atoi(argv[2]), W = atoi(argv[3]), D = atoi(argv[4]), K = atoi(argv[5]), within = atoi(argv[6]);
   const uint32_t dict_bits = atoi(argv[7]), near_extra = argc > 8 ? atoi(argv[8]) : 0;
+  const uint32_t parts = argc > 9 ? atoi(argv[9]) : 1;
+  if (parts > 1 && uint64_t(D) <= bytes.size()) {  // the sampled slices first, then the rest
+    const uint64_t n = bytes.size(), piece = D / parts / 2 * 2;
+    std::vector<uint8_t> dictionary, rest;
+    uint64_t last = 0;
+    for (uint32_t k = 0; k < parts; ++k) {
+      const uint64_t start = std::max<uint64_t>(last, (2 * k + 1) * n / (2 * parts) / 2 * 2);
+      const uint64_t end = std::min<uint64_t>(start + piece, n);
+      dictionary.insert(dictionary.end(), bytes.begin() + start, bytes.begin() + end);
+      rest.insert(rest.end(), bytes.begin() + last, bytes.begin() + start);
+      last = end;
+    }
+    rest.insert(rest.end(), bytes.begin() + last, bytes.end());
+    dictionary.insert(dictionary.end(), rest.begin(), rest.end());
+    bytes.swap(dictionary);
+  }
   const uint32_t min_match = 2, max_len = min_match + wide_extra;
   const uint64_t nsym = bytes.size() / 2;
   const Sym* x = reinterpret_cast<const Sym*>(bytes.data());
