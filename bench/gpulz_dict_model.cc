@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
     b[0] = j;
   }
   uint64_t total = 2ull * nd, far_dict = 0, far_in = 0, matches = 0, literals = 0;
+  uint64_t positions = 0, compares = 0, compared = 0;  // the far pass's work: candidates compared, symbols read
   std::vector<uint32_t> best(W + m_chunk), table(size_t(K) << far_hash_bits), probe(m_chunk);
   for (uint64_t c0 = nd; c0 < nsym; c0 += m_chunk) {
     const uint32_t m = uint32_t(std::min<uint64_t>(nsym - c0, m_chunk));
@@ -76,11 +77,13 @@ int main(int argc, char** argv) {
       const uint64_t i = c0 + t;
       if (t + 1 < m) {
         const uint32_t h = hash_at(i);
+        ++positions;
         auto consider = [&](uint64_t j, bool in_dictionary) {
           const uint64_t dist = i - j;
           if (dist <= W || (!in_dictionary && dist > wide_reach)) return;
           uint32_t l = 0;
           while (l < cap && x[i + l] == x[j + l]) ++l;
+          ++compares, compared += l < cap ? l + 1 : l;
           const uint32_t cost = in_dictionary ? dict_bits : 16 + near_extra;
           if (l >= min_match && 16 * l > cost && l > len) len = l, d = uint32_t(dist);
         };
@@ -114,7 +117,9 @@ int main(int argc, char** argv) {
     const uint64_t coded = (bits + 7) / 8 + (tokens + 7) / 8;
     total += std::min<uint64_t>(coded, 2ull * m) + 4;
   }
-  printf("%.3f  matches %llu (far in the chunk %llu, into the dictionary %llu), literals %llu\n",
+  printf("%.3f  matches %llu (far in the chunk %llu, into the dictionary %llu), literals %llu; far compares "
+         "%.2f a position, %.2f symbols each\n",
          double(bytes.size()) / double(total), (unsigned long long)matches, (unsigned long long)far_in,
-         (unsigned long long)far_dict, (unsigned long long)literals);
+         (unsigned long long)far_dict, (unsigned long long)literals, double(compares) / double(positions ? positions : 1),
+         double(compared) / double(compares ? compares : 1));
 }
