@@ -88,9 +88,10 @@ int main(int argc, char** argv) {
           if (l >= min_match && 16 * l > cost && l > len) len = l, d = uint32_t(dist);
         };
         uint32_t* b = &table[size_t(h) * K];
+        // As best_far: no candidate is compared once a match reaches the probe's cap.
         if (within)
-          for (uint32_t k = 0; k < K && b[k] != none; ++k) consider(c0 + b[k], false);
-        for (uint32_t k = 0; nd && k < K && dict_table[size_t(h) * K + k] != none; ++k)
+          for (uint32_t k = 0; k < K && len < cap && b[k] != none; ++k) consider(c0 + b[k], false);
+        for (uint32_t k = 0; nd && k < K && len < cap && dict_table[size_t(h) * K + k] != none; ++k)
           consider(dict_table[size_t(h) * K + k], true);
         std::memmove(b + 1, b, (K - 1) * sizeof *b);
         b[0] = t;
