@@ -8,7 +8,8 @@
 #        ".device-tools"]): each pack's fzg_tests with the GPU and the gtest filter, then
 #        scripts/bench-gpulz.sh with each setting, every pack in turn: a setting is a config,
 #        or C:W:S[:OFFSET_BITS] for configs/gpulz.json's graph with those (gpulz-config.sh); with
-#        SANITIZE=memcheck (or racecheck) the tests run under compute-sanitizer too
+#        SANITIZE=memcheck (or racecheck) the tests run under compute-sanitizer too; with $OUT
+#        set (the device tool sets it) all of it also goes to $OUT/device-quick.log as it comes
 # A fresh device machine builds fzg for ~270 s of a session's ~1800 s of device time; the
 # binaries built here run there as they are (older glibc and HDF5 1.10 here, libcudart from
 # the device's toolkit). device-check.sh stays the whole check, built on the device.
@@ -36,6 +37,9 @@ case "${1:-}" in
     ls -l .carry/*.tgz ;;
   run)
     [ $# -ge 2 ] || usage
+    # Everything also goes to $OUT as it comes: a call that runs past its limit returns what it
+    # had printed (its output_tail is then empty).
+    if [ -n "${OUT:-}" ]; then exec > >(tee -a "$OUT/device-quick.log") 2>&1; fi
     filter=$2
     shift 2
     export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
