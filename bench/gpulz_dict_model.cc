@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   const Sym* x = reinterpret_cast<const Sym*>(bytes.data());
   const uint32_t nd = std::min<uint64_t>(D / 2, nsym), m_chunk = C / 2;
   constexpr uint32_t none = ~0u;
-  auto hash_at = [&](uint64_t i) { return far_hash_of_key(uint32_t(x[i]) | uint32_t(x[i + 1]) << 16); };
+  auto hash_at = [&](uint64_t i) { return far_hash_of(x + i, 0u); };  // the stage's own hash of position i
   std::vector<uint32_t> dict_table(size_t(K) << far_hash_bits, none);
   for (uint32_t j = 0; j + 1 < nd; ++j) {
     uint32_t* b = &dict_table[size_t(hash_at(j)) * K];

@@ -40,6 +40,10 @@ except ImportError as e:
 NVCOMP_CHUNK = 65536
 
 
+def lz4_block(data, **options):
+    return lz4.block.compress(data, store_size=False, **options)
+
+
 def chunked_ratio(data, code, chunk=NVCOMP_CHUNK):
     coded = sum(len(code(data[i:i + chunk])) for i in range(0, len(data), chunk))
     return len(data) / coded
@@ -49,9 +53,9 @@ def with_dictionary(data, chunk, dictionary_bytes):
     """LZ4 on `chunk`-byte chunks of data past its first `dictionary_bytes`, each chunk matching
     into those (LZ4's dict), plus that dictionary coded once."""
     dictionary = data[:dictionary_bytes]
-    coded = len(lz4.block.compress(dictionary, store_size=False))
+    coded = len(lz4_block(dictionary))
     for i in range(dictionary_bytes, len(data), chunk):
-        coded += len(lz4.block.compress(data[i:i + chunk], store_size=False, dict=dictionary))
+        coded += len(lz4_block(data[i:i + chunk], dict=dictionary))
     return len(data) / coded
 
 
@@ -119,8 +123,8 @@ def compare(args, work):
                                                  "offset_bits": offset_bits}}],
                      ["lz.out", "predict.outliers"])
         gpulz_configs.append(path)
-    reach = [("LZ4 32K", lambda c: chunked_ratio(c, lambda b: lz4.block.compress(b, store_size=False), 32768)),
-             ("LZ4 2K", lambda c: chunked_ratio(c, lambda b: lz4.block.compress(b, store_size=False), 2048)),
+    reach = [("LZ4 32K", lambda c: chunked_ratio(c, lz4_block, 32768)),
+             ("LZ4 2K", lambda c: chunked_ratio(c, lz4_block, 2048)),
              ("LZ4 2K+16K dict", lambda c: with_dictionary(c, 2048, 16384))] if args.reach else []
     heads = ["GPULZ " + spec for spec in specs] + [h for h, _ in reach] + ["LZ4", "Snappy"]
     print("ratio of the u16 code bytes (GPULZ chunk:window:symbol; LZ4, Snappy on 64 KiB chunks)")
@@ -141,7 +145,7 @@ def compare(args, work):
                 run(args.fzg, "compress", "-c", config, *common)
                 row.append(len(codes) / sum(s["size_bytes"] for s in stream_parts(args.fzg, out, "lz.out")))
             row += [ratio(codes) for _, ratio in reach]
-            row.append(chunked_ratio(codes, lambda b: lz4.block.compress(b, store_size=False)))
+            row.append(chunked_ratio(codes, lz4_block))
             row.append(chunked_ratio(codes, snappy.compress))
             best = max(row[:len(specs)]) if specs else 0
             mark = "" if not specs or best > max(row[-2:]) else "   (GPULZ not above both)"
